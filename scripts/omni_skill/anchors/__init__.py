@@ -1,0 +1,46 @@
+"""Anchors per file kind: find the span a label's anchor names inside a file's text."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from ..labels import Label
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int  # 1-based, inclusive
+    end: int
+
+
+class AnchorError(Exception):
+    """The anchor is not in the file. `kind` is missing, ambiguous or invalid."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def fingerprint(lines: list[str], span: Span) -> str:
+    """sha256 of the span's lines with trailing whitespace stripped, joined by newlines."""
+    body = "\n".join(line.rstrip() for line in lines[span.start - 1 : span.end])
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def locate(label: Label, text: str) -> Span:
+    """The span of a label's anchor in the text of its file."""
+    from . import lines, markdown, python, yaml_keys
+
+    kind = label.kind
+    if kind == "file":
+        return Span(1, max(1, len(text.splitlines())))
+    if kind == "lines":
+        return lines.locate(text, label.anchor)
+    if kind == "python":
+        return python.locate(text, label.anchor)
+    if kind == "yaml":
+        return yaml_keys.locate(text, label.anchor)
+    if kind == "markdown":
+        return markdown.locate(text, label.anchor)
+    raise AnchorError("invalid", f"no anchor kind for {label.text}")

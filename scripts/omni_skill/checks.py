@@ -1,0 +1,432 @@
+"""`check`: every rule that holds without the engine, then every record against the engine."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from .anchors import AnchorError, python
+from .claims import NoDefault, NotLiteral, same_value, source_default
+from .errors import Finding, sort_findings
+from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, load_index, permalink, schema_json
+from .labels import LabelError, parse_label
+from .provenance import PROVENANCE_PATH, Provenance, load_provenance
+from .resolve import Unresolved, resolve_label
+from .searchspace import EvalFile, load_search_space, validation_findings
+from .skill import REFERENCES, SkillLabels, collect, eval_files, read_text, valid_labels
+from .source import BlobError, Source
+from .structure import check_structure
+
+SOURCE_CHECKS = (
+    ("records", "every evidence record re-resolved at the pinned revision (file, blob, span, fingerprint)"),
+    ("defaults", "claimed literal defaults compared with the source"),
+    ("tests", "pytest references point to test files and names that exist"),
+)
+
+
+@dataclass
+class CheckReport:
+    verb: str
+    root: str
+    revision: str
+    findings: list[Finding]
+    ran: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    citations: int = 0
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def load_state(root: Path) -> tuple[EvidenceIndex | None, Provenance | None, list[Finding]]:
+    findings: list[Finding] = []
+    index = provenance = None
+    for rel, loader in ((INDEX_PATH, load_index), (PROVENANCE_PATH, load_provenance)):
+        try:
+            loaded = loader(root)
+        except ValidationError as exc:
+            findings += validation_findings(rel, exc, "file-invalid")
+            continue
+        except ValueError as exc:
+            findings.append(Finding(kind="file-invalid", file=rel, message=str(exc).splitlines()[0]))
+            continue
+        if loaded is None:
+            findings.append(
+                Finding(kind="file-missing", file=rel, message="missing: run `omni-skill resolve --source …`")
+            )
+        elif isinstance(loaded, EvidenceIndex):
+            index = loaded
+        else:
+            provenance = loaded
+    return index, provenance, findings
+
+
+def check_definitions(collected: SkillLabels) -> list[Finding]:
+    """Per Markdown file: each used label has exactly one definition, each definition a use."""
+    findings: list[Finding] = []
+    used = {(u.file, u.text) for u in collected.uses if u.file.endswith(".md")}
+    defined: dict[tuple[str, str], list[str]] = {}
+    for d in collected.definitions:
+        defined.setdefault((d.file, d.text), []).append(d.url)
+    for d in collected.definitions:
+        urls = defined[(d.file, d.text)]
+        if (d.file, d.text) not in used:
+            findings.append(
+                Finding(
+                    kind="definition-unused",
+                    file=d.file,
+                    line=d.line,
+                    message=f"{d.text} is defined but never cited in this file",
+                    label=d.text,
+                )
+            )
+        elif len(set(urls)) > 1:
+            findings.append(
+                Finding(
+                    kind="definition-conflict",
+                    file=d.file,
+                    line=d.line,
+                    message=f"{d.text} is defined {len(urls)} times with different URLs",
+                    label=d.text,
+                )
+            )
+        elif len(urls) > 1:
+            findings.append(
+                Finding(
+                    kind="definition-duplicate",
+                    file=d.file,
+                    line=d.line,
+                    message=f"{d.text} is defined {len(urls)} times",
+                    label=d.text,
+                )
+            )
+    for u in collected.uses:
+        if u.file.endswith(".md") and (u.file, u.text) not in defined:
+            findings.append(
+                Finding(
+                    kind="definition-missing",
+                    file=u.file,
+                    line=u.line,
+                    message=f"{u.text} has no definition: run `omni-skill resolve`",
+                    label=u.text,
+                )
+            )
+    return findings
+
+
+def _url_problem(url: str, expected: str, provenance: Provenance) -> str:
+    prefix = f"{provenance.repository}/blob/"
+    if not url.startswith(prefix):
+        return f"URL points outside {provenance.repository}"
+    if not url[len(prefix) :].startswith(provenance.revision + "/"):
+        return f"URL points at another revision than {provenance.revision[:12]}"
+    return f"URL is {url}, the index says {expected}"
+
+
+def check_index(collected: SkillLabels, index: EvidenceIndex, provenance: Provenance) -> list[Finding]:
+    """The index matches the labels in use, the definitions match the index and provenance."""
+    findings: list[Finding] = []
+    if index.revision != provenance.revision:
+        findings.append(
+            Finding(
+                kind="index-revision",
+                file=INDEX_PATH,
+                message=f"index is at {index.revision[:12]}, provenance pins {provenance.revision[:12]}",
+            )
+        )
+    if index.repository != provenance.repository:
+        findings.append(
+            Finding(
+                kind="index-repository", file=INDEX_PATH, message="index and provenance name different repositories"
+            )
+        )
+    records = index.by_label()
+    grouped = valid_labels(collected.uses)
+    for label, places in sorted(grouped.items()):
+        record = records.get(label)
+        if record is None:
+            findings += [
+                Finding(
+                    kind="index-stale",
+                    file=u.file,
+                    line=u.line,
+                    message=f"{label} is not in the evidence index: run `omni-skill resolve`",
+                    label=label,
+                )
+                for u in places
+            ]
+            continue
+        actual = sorted({(u.file, u.line) for u in places})
+        if [(p.file, p.line) for p in record.uses] != actual:
+            findings.append(
+                Finding(
+                    kind="index-stale",
+                    file=INDEX_PATH,
+                    message=f"{label}: recorded uses differ from the skill's citations: run `omni-skill resolve`",
+                    label=label,
+                )
+            )
+    for record in index.records:
+        if record.label not in grouped:
+            findings.append(
+                Finding(
+                    kind="index-unused",
+                    file=INDEX_PATH,
+                    message=f"{record.label} is in the index but cited nowhere",
+                    label=record.label,
+                )
+            )
+        try:
+            parsed = parse_label(record.label)
+        except LabelError as exc:
+            findings.append(Finding(kind="index-invalid", file=INDEX_PATH, message=str(exc), label=record.label))
+            continue
+        if (parsed.path, parsed.anchor, parsed.kind) != (
+            record.path,
+            record.anchor,
+            record.kind,
+        ) or record.end < record.start:
+            findings.append(
+                Finding(
+                    kind="index-invalid",
+                    file=INDEX_PATH,
+                    message=f"{record.label}: path, anchor, kind or span disagree with the label",
+                    label=record.label,
+                )
+            )
+    for d in collected.definitions:
+        record = records.get(d.text)
+        if record is None:
+            continue
+        expected = permalink(provenance.repository, provenance.revision, record)
+        if d.url != expected:
+            findings.append(
+                Finding(
+                    kind="url-mismatch",
+                    file=d.file,
+                    line=d.line,
+                    message=_url_problem(d.url, expected, provenance),
+                    label=d.text,
+                )
+            )
+    return findings
+
+
+def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
+    """Each eval file parses; each eval's labels are in the index and cited in its branch."""
+    findings: list[Finding] = []
+    records = index.by_label() if index else {}
+    for rel in eval_files(root):
+        try:
+            data = yaml.safe_load(read_text(root, rel))
+            evals = EvalFile.model_validate(data)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            findings.append(
+                Finding(kind="eval-invalid", file=rel, line=mark.line + 1 if mark else 0, message="not valid YAML")
+            )
+            continue
+        except ValidationError as exc:
+            findings += validation_findings(rel, exc, "eval-invalid")
+            continue
+        ids = [e.id for e in evals.evals]
+        for dup in sorted({i for i in ids if ids.count(i) > 1}):
+            findings.append(Finding(kind="eval-invalid", file=rel, message=f"eval id {dup!r} is used twice"))
+        branch = f"{REFERENCES}/{evals.branch}/"
+        for item in evals.evals:
+            for label in item.labels:
+                record = records.get(label)
+                if record is None:
+                    findings.append(
+                        Finding(
+                            kind="eval-label",
+                            file=rel,
+                            message=f"{item.id}: {label} is not cited anywhere in the skill",
+                            label=label,
+                        )
+                    )
+                elif not any(u.file.startswith(branch) for u in record.uses):
+                    findings.append(
+                        Finding(
+                            kind="eval-label",
+                            file=rel,
+                            message=f"{item.id}: {label} is not cited in {branch}",
+                            label=label,
+                        )
+                    )
+    return findings
+
+
+def check_records(index: EvidenceIndex, source: Source) -> list[Finding]:
+    findings: list[Finding] = []
+    for record in index.records:
+        where = record.uses[0] if record.uses else None
+        file, line = (where.file, where.line) if where else (INDEX_PATH, 0)
+        result = resolve_label(record.label, source)
+        if isinstance(result, Unresolved):
+            findings.append(Finding(kind=result.kind, file=file, line=line, message=result.message, label=record.label))
+            continue
+        problems = []
+        if result.blob != record.blob:
+            problems.append(f"blob {result.blob[:12]} at the revision, index has {record.blob[:12]}")
+        if (result.start, result.end) != (record.start, record.end):
+            problems.append(
+                f"span L{result.start}-L{result.end} at the revision, index has L{record.start}-L{record.end}"
+            )
+        if result.fingerprint != record.fingerprint:
+            problems.append("fingerprint of the cited text differs from the index")
+        for problem in problems:
+            findings.append(
+                Finding(
+                    kind="record-mismatch",
+                    file=file,
+                    line=line,
+                    message=f"{record.label}: {problem}",
+                    label=record.label,
+                )
+            )
+    return findings
+
+
+def _claimed_node(label_text: str, source: Source) -> ast.AST | yaml.Node:
+    label = parse_label(label_text)
+    text = source.text(label.path)
+    if label.kind == "python":
+        return python.find(text, label.anchor)[1]
+    if label.kind == "yaml":
+        from .anchors.yaml_keys import node_at
+
+        return node_at(text, label.anchor)
+    raise NoDefault(f"a {label.kind} citation cannot carry a default claim")
+
+
+def check_claims(collected: SkillLabels, source: Source) -> list[Finding]:
+    findings: list[Finding] = []
+    for claim in collected.claims:
+        try:
+            node = _claimed_node(claim.label, source)
+            if isinstance(node, yaml.Node):
+                actual = yaml.SafeLoader("").construct_object(node, deep=True)
+            else:
+                actual = source_default(node, claim.param).value
+        except (LabelError, KeyError, BlobError, AnchorError):
+            continue  # the citation itself is reported by the record checks
+        except NotLiteral as exc:
+            findings.append(
+                Finding(
+                    kind="default-not-literal",
+                    file=claim.file,
+                    line=claim.line,
+                    message=f"{claim.label}: {exc}",
+                    label=claim.label,
+                )
+            )
+            continue
+        except NoDefault as exc:
+            findings.append(
+                Finding(
+                    kind="default-absent",
+                    file=claim.file,
+                    line=claim.line,
+                    message=f"{claim.label}: {exc}",
+                    label=claim.label,
+                )
+            )
+            continue
+        if not same_value(claim.default, actual):
+            findings.append(
+                Finding(
+                    kind="default-mismatch",
+                    file=claim.file,
+                    line=claim.line,
+                    message=f"{claim.label}: claims default {claim.default!r}, the source says {actual!r}",
+                    label=claim.label,
+                )
+            )
+    return findings
+
+
+def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
+    findings: list[Finding] = []
+    for ref in collected.tests:
+        try:
+            text = source.text(ref.path)
+        except KeyError:
+            findings.append(
+                Finding(
+                    kind="test-missing",
+                    file=ref.file,
+                    line=ref.line,
+                    message=f"test file {ref.path} does not exist at the revision",
+                )
+            )
+            continue
+        except BlobError as exc:
+            findings.append(Finding(kind="test-missing", file=ref.file, line=ref.line, message=f"{ref.path} {exc}"))
+            continue
+        if not ref.names:
+            continue
+        name = ".".join(ref.names)
+        try:
+            defined = python.definitions(text)
+        except AnchorError as exc:
+            findings.append(Finding(kind="test-missing", file=ref.file, line=ref.line, message=f"{ref.path}: {exc}"))
+            continue
+        if name not in defined:
+            findings.append(
+                Finding(
+                    kind="test-missing",
+                    file=ref.file,
+                    line=ref.line,
+                    message=f"{ref.path}::{'::'.join(ref.names)} is not defined at the revision",
+                )
+            )
+    return findings
+
+
+def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+    collected = collect(root)
+    index, provenance, findings = load_state(root)
+    ran = ["structure", "labels", "definitions", "data", "evals"]
+    findings += check_structure(root, installed)
+    findings += collected.findings
+    findings += check_definitions(collected)
+    if index and provenance:
+        ran.append("index")
+        findings += check_index(collected, index, provenance)
+        schema = root / SCHEMA_PATH
+        if not schema.exists() or schema.read_text(encoding="utf-8") != schema_json():
+            findings.append(
+                Finding(
+                    kind="schema-stale",
+                    file=SCHEMA_PATH,
+                    message="the published JSON Schema differs from the index model: run `omni-skill resolve`",
+                )
+            )
+    findings += load_search_space(root)[1]
+    findings += check_evals(root, index)
+    skipped: list[tuple[str, str]] = []
+    if source is None:
+        skipped = [(name, what) for name, what in SOURCE_CHECKS]
+    else:
+        ran += [name for name, _ in SOURCE_CHECKS]
+        if index:
+            findings += check_records(index, source)
+        findings += check_claims(collected, source)
+        findings += check_tests(collected, source)
+    return CheckReport(
+        verb="check",
+        root=str(root),
+        revision=provenance.revision if provenance else "",
+        findings=sort_findings(findings),
+        ran=ran,
+        skipped=skipped,
+        citations=len(index.records) if index else 0,
+        files=len({r.path for r in index.records}) if index else 0,
+    )

@@ -1,0 +1,126 @@
+"""Value claims: a data file says `default: X` for a `source:` label; the source must agree.
+
+Literal defaults are read with `ast` from the node the label's anchor names:
+- a class field or module constant: its assigned value, or `field(default=…)` /
+  `Field(default=…)` / `Field(…)` (first positional argument);
+- a function with `param`: the keyword default of that parameter, or, when `param` is a flag
+  such as `--max-num-seqs`, the `default=` of the `add_argument` call that declares it, or, when
+  `param` is an environment variable, the fallback of `os.getenv` / `os.environ.get` inside it.
+`default_factory=…` and anything `ast.literal_eval` cannot evaluate is "not a literal".
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+FIELD_CALLS = {"field", "Field", "dataclasses.field", "pydantic.Field", "msgspec.field"}
+ENV_CALLS = {"os.getenv", "getenv", "os.environ.get", "environ.get"}
+
+
+class NoDefault(Exception):
+    """The source states no default for this claim."""
+
+
+class NotLiteral(Exception):
+    """The source states a default that is computed, a factory, or otherwise not a literal."""
+
+
+@dataclass(frozen=True)
+class SourceDefault:
+    value: Any
+    line: int
+
+
+def _call_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_call_name(node.value)}.{node.attr}"
+    return ""
+
+
+def _literal(node: ast.expr) -> SourceDefault:
+    try:
+        return SourceDefault(ast.literal_eval(node), node.lineno)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise NotLiteral(f"line {node.lineno}: `{ast.unparse(node)}` is not a literal") from None
+
+
+def _field_value(value: ast.expr) -> SourceDefault:
+    if isinstance(value, ast.Call) and _call_name(value.func) in FIELD_CALLS:
+        keywords = {kw.arg: kw.value for kw in value.keywords if kw.arg}
+        if "default_factory" in keywords:
+            raise NotLiteral(f"line {value.lineno}: default_factory=`{ast.unparse(keywords['default_factory'])}`")
+        if "default" in keywords:
+            return _literal(keywords["default"])
+        if value.args and _call_name(value.func).endswith("Field"):
+            return _literal(value.args[0])
+        raise NoDefault(f"line {value.lineno}: field() without a default")
+    return _literal(value)
+
+
+def _param_default(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> SourceDefault | None:
+    args = func.args
+    positional = args.posonlyargs + args.args
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    pairs = list(zip(positional, defaults, strict=True)) + list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    for arg, default in pairs:
+        if arg.arg == param:
+            if default is None:
+                raise NoDefault(f"parameter {param!r} has no default")
+            return _literal(default)
+    return None
+
+
+def _argparse_default(func: ast.AST, flag: str) -> SourceDefault | None:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and _call_name(node.func).endswith("add_argument"):
+            names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if flag in names:
+                for kw in node.keywords:
+                    if kw.arg == "default":
+                        return _literal(kw.value)
+                raise NoDefault(f"line {node.lineno}: add_argument({flag!r}) has no default=")
+    return None
+
+
+def _env_default(func: ast.AST, name: str) -> SourceDefault | None:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and _call_name(node.func) in ENV_CALLS:
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == name:
+                if len(node.args) < 2:
+                    return SourceDefault(None, node.lineno)
+                return _literal(node.args[1])
+    return None
+
+
+def source_default(node: ast.AST, param: str | None) -> SourceDefault:
+    """The literal default the source states at `node` (for `param`, when given)."""
+    if param:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found = _param_default(node, param)
+            if found is not None:
+                return found
+        lookup = _argparse_default if param.startswith("-") else _env_default
+        found = lookup(node, param)
+        if found is not None:
+            return found
+        raise NoDefault(f"no parameter, flag or environment variable {param!r} in the cited definition")
+    if isinstance(node, (ast.AnnAssign, ast.Assign)):
+        if node.value is None:
+            raise NoDefault("annotated without a value")
+        return _field_value(node.value)
+    raise NoDefault("the cited definition is not a field or constant; give `param`")
+
+
+def same_value(claimed: Any, actual: Any) -> bool:
+    """Equal as literals: tuples and lists compare alike, bool is not 1."""
+    if isinstance(claimed, bool) or isinstance(actual, bool):
+        return type(claimed) is type(actual) and claimed == actual
+    if isinstance(claimed, (list, tuple)) and isinstance(actual, (list, tuple)):
+        return len(claimed) == len(actual) and all(same_value(a, b) for a, b in zip(claimed, actual, strict=True))
+    if isinstance(claimed, dict) and isinstance(actual, dict):
+        return claimed.keys() == actual.keys() and all(same_value(claimed[k], actual[k]) for k in claimed)
+    return bool(claimed == actual)

@@ -1,0 +1,72 @@
+"""The evidence index (`evidence/index.json`): one record per distinct label, deterministic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+INDEX_PATH = "evidence/index.json"
+SCHEMA_PATH = "evidence/index.schema.json"
+REPOSITORY_URL = "https://github.com/vllm-project/vllm-omni"
+
+
+class UsePlace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="skill file that cites the label, relative to the skill root")
+    line: int = Field(ge=1, description="1-based line of the citation")
+
+
+class EvidenceRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(description="the citation label, e.g. src:vllm_omni/x.py::Class.method")
+    path: str = Field(description="repository-relative path of the cited file")
+    anchor: str = Field(description="anchor part of the label; empty for a whole file")
+    kind: str = Field(description="python, yaml, markdown, lines or file")
+    start: int = Field(ge=1, description="first line of the span, 1-based")
+    end: int = Field(ge=1, description="last line of the span, inclusive")
+    blob: str = Field(pattern=r"^[0-9a-f]{40}$", description="git blob SHA of the file at the revision")
+    fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the span, trailing whitespace stripped")
+    uses: list[UsePlace] = Field(description="every place the label is cited, sorted")
+
+
+class EvidenceIndex(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(default=1, description="format version of this file")
+    repository: str = Field(default=REPOSITORY_URL)
+    revision: str = Field(pattern=r"^[0-9a-f]{40}$", description="engine commit every record was resolved at")
+    records: list[EvidenceRecord]
+
+    def by_label(self) -> dict[str, EvidenceRecord]:
+        return {record.label: record for record in self.records}
+
+
+def permalink(repository: str, revision: str, record: EvidenceRecord) -> str:
+    url = f"{repository}/blob/{revision}/{record.path}"
+    if record.kind == "file":
+        return url
+    if record.start == record.end:
+        return f"{url}#L{record.start}"
+    return f"{url}#L{record.start}-L{record.end}"
+
+
+def dump_json(model: BaseModel) -> str:
+    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def schema_json() -> str:
+    schema = EvidenceIndex.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "vllm-omni skill evidence index"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def load_index(root: Path) -> EvidenceIndex | None:
+    path = root / INDEX_PATH
+    if not path.exists():
+        return None
+    return EvidenceIndex.model_validate_json(path.read_text(encoding="utf-8"))

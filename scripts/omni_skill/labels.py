@@ -1,0 +1,159 @@
+"""Citation labels: the grammar of SPEC §4 and where labels are used and defined."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from markdown_it import MarkdownIt
+
+PREFIX = "src:"
+LINE_RANGE = re.compile(r"^L(\d+)(?:-L(\d+))?$")
+PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:#[1-9][0-9]*)?$")
+YAML_ANCHOR = re.compile(r"^(?:[^.\[\]\s]+|\[\d+\])(?:\.[^.\[\]\s]+|\[\d+\])*$")
+MD_ANCHOR = re.compile(r"^#[^\s#]+$")
+
+# `[text][src:...]` (full reference link) and `[src:...]: URL` (definition).
+USE_RE = re.compile(r"\]\[(src:[^\]\s]*)\]")
+DEF_RE = re.compile(r"^ {0,3}\[(src:[^\]]*)\]:[ \t]*(\S*)[ \t]*$")
+
+
+class LabelError(ValueError):
+    """A label that does not follow the grammar."""
+
+
+@dataclass(frozen=True, order=True)
+class Label:
+    path: str
+    anchor: str  # "" for the whole file
+
+    @property
+    def text(self) -> str:
+        return f"{PREFIX}{self.path}::{self.anchor}" if self.anchor else f"{PREFIX}{self.path}"
+
+    @property
+    def kind(self) -> str:
+        """How the anchor is resolved: python, yaml, markdown, lines or file."""
+        if not self.anchor:
+            return "file"
+        if LINE_RANGE.match(self.anchor):
+            return "lines"
+        return file_kind(self.path)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def file_kind(path: str) -> str:
+    suffix = PurePosixPath(path).suffix.lower()
+    return {".py": "python", ".yaml": "yaml", ".yml": "yaml", ".md": "markdown"}.get(suffix, "other")
+
+
+def check_path(path: str) -> None:
+    if not path:
+        raise LabelError("empty path")
+    if "\\" in path:
+        raise LabelError(f"backslash in path {path!r}")
+    if path.startswith("/"):
+        raise LabelError(f"absolute path {path!r}")
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise LabelError(f"path {path!r} has an empty, '.' or '..' segment")
+
+
+def parse_label(text: str) -> Label:
+    """Parse `src:<path>` or `src:<path>::<anchor>`; raise LabelError when it does not parse."""
+    if not text.startswith(PREFIX):
+        raise LabelError(f"label {text!r} does not start with {PREFIX!r}")
+    body = text[len(PREFIX) :]
+    path, sep, anchor = body.partition("::")
+    check_path(path)
+    if sep and not anchor:
+        raise LabelError(f"label {text!r} has an empty anchor")
+    if "::" in anchor:
+        raise LabelError(f"label {text!r} has more than one '::'")
+    label = Label(path, anchor)
+    if anchor:
+        line_range = LINE_RANGE.match(anchor)
+        if line_range:
+            start, end = int(line_range.group(1)), int(line_range.group(2) or line_range.group(1))
+            if start < 1 or end < start:
+                raise LabelError(f"label {text!r} has an empty or reversed line range")
+            return label
+        kind = file_kind(path)
+        pattern = {"python": PY_ANCHOR, "yaml": YAML_ANCHOR, "markdown": MD_ANCHOR}.get(kind)
+        if pattern is None:
+            raise LabelError(f"label {text!r}: a {kind} file takes only a line range or no anchor")
+        if not pattern.match(anchor):
+            raise LabelError(f"label {text!r}: malformed {kind} anchor {anchor!r}")
+    return label
+
+
+@dataclass(frozen=True)
+class Use:
+    """A place where a label is cited: a Markdown reference link or a data-file value."""
+
+    file: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Definition:
+    file: str
+    line: int
+    text: str
+    url: str
+
+
+@dataclass
+class MarkdownLabels:
+    uses: list[Use]
+    definitions: list[Definition]
+
+
+_md = MarkdownIt("commonmark")
+
+
+def code_lines(source: str) -> set[int]:
+    """0-based line numbers that are inside fenced or indented code blocks or HTML blocks."""
+    lines: set[int] = set()
+    for token in _md.parse(source):
+        if token.type in ("fence", "code_block", "html_block") and token.map:
+            lines.update(range(token.map[0], token.map[1]))
+    return lines
+
+
+def scan_markdown(rel: str, source: str) -> MarkdownLabels:
+    """Collect citation uses and definitions of one Markdown file (1-based lines)."""
+    skip = code_lines(source)
+    uses: list[Use] = []
+    definitions: list[Definition] = []
+    for index, line in enumerate(source.splitlines()):
+        if index in skip:
+            continue
+        match = DEF_RE.match(line)
+        if match:
+            definitions.append(Definition(rel, index + 1, match.group(1), match.group(2)))
+            continue
+        for use in USE_RE.finditer(line):
+            uses.append(Use(rel, index + 1, use.group(1)))
+    return MarkdownLabels(uses, definitions)
+
+
+def heading_at(source: str, line: int) -> str:
+    """The text of the nearest Markdown heading above a 1-based line ("" when none)."""
+    skip = code_lines(source)
+    lines = source.splitlines()
+    for index in range(min(line, len(lines)) - 1, -1, -1):
+        if index in skip:
+            continue
+        match = re.match(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$", lines[index])
+        if match:
+            return match.group(2)
+    return ""
+
+
+def relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()

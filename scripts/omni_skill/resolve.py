@@ -1,0 +1,133 @@
+"""Resolve labels at a revision into evidence records, and write the link definitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .anchors import AnchorError, fingerprint, locate
+from .errors import Finding
+from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
+from .labels import DEF_RE, Use, code_lines, parse_label
+from .provenance import PROVENANCE_PATH, Provenance, Verification, companion_requirement
+from .skill import collect, markdown_files, read_text, valid_labels
+from .source import BlobError, Source
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    kind: str  # path-missing, file-unreadable, anchor-missing, anchor-ambiguous, anchor-invalid
+    message: str
+
+
+def resolve_label(label_text: str, source: Source) -> EvidenceRecord | Unresolved:
+    """The record of one label at the source's revision (without uses), or why it fails."""
+    label = parse_label(label_text)
+    entry = source.entry(label.path)
+    if entry is None:
+        return Unresolved("path-missing", f"{label.path} does not exist at {source.commit[:12]}")
+    try:
+        text = source.text(label.path)
+    except BlobError as exc:
+        return Unresolved("file-unreadable", f"{label.path} {exc}")
+    try:
+        span = locate(label, text)
+    except AnchorError as exc:
+        return Unresolved(f"anchor-{exc.kind}", f"{label.path}: {exc}")
+    return EvidenceRecord(
+        label=label.text,
+        path=label.path,
+        anchor=label.anchor,
+        kind=label.kind,
+        start=span.start,
+        end=span.end,
+        blob=entry.sha,
+        fingerprint=fingerprint(text.splitlines(), span),
+        uses=[],
+    )
+
+
+def build_index(uses: list[Use], source: Source) -> tuple[EvidenceIndex, list[Finding]]:
+    """One record per distinct label, sorted; a finding at every use of a label that fails."""
+    records: list[EvidenceRecord] = []
+    findings: list[Finding] = []
+    for label, places in sorted(valid_labels(uses).items()):
+        result = resolve_label(label, source)
+        if isinstance(result, Unresolved):
+            findings += [
+                Finding(kind=result.kind, file=u.file, line=u.line, message=result.message, label=label) for u in places
+            ]
+            continue
+        result.uses = sorted({UsePlace(file=u.file, line=u.line) for u in places}, key=lambda p: (p.file, p.line))
+        records.append(result)
+    return EvidenceIndex(revision=source.commit, records=records), findings
+
+
+def with_definitions(text: str, definitions: list[str]) -> str:
+    """The Markdown text with its `[src:…]: URL` lines replaced by one block at the bottom."""
+    skip = code_lines(text)
+    kept = [line for i, line in enumerate(text.splitlines()) if i in skip or not DEF_RE.match(line)]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    body = "\n".join(kept)
+    if definitions:
+        body += "\n\n" + "\n".join(definitions)
+    return body + "\n"
+
+
+def definition_texts(root: Path, index: EvidenceIndex, repository: str) -> dict[str, str]:
+    """New text of every Markdown file: definitions for exactly the labels it uses."""
+    records = index.by_label()
+    by_file: dict[str, set[str]] = {}
+    for record in index.records:
+        for use in record.uses:
+            by_file.setdefault(use.file, set()).add(record.label)
+    contents: dict[str, str] = {}
+    for rel in markdown_files(root):
+        lines = [
+            f"[{label}]: {permalink(repository, index.revision, records[label])}"
+            for label in sorted(by_file.get(rel, ()))
+        ]
+        contents[rel] = with_definitions(read_text(root, rel), lines)
+    return contents
+
+
+def verification(index: EvidenceIndex, findings: list[Finding]) -> Verification:
+    return Verification(
+        tool_version=__version__,
+        citations=len(index.records),
+        files=len({r.path for r in index.records}),
+        result="verified" if not findings else "findings",
+    )
+
+
+def outputs(root: Path, index: EvidenceIndex, provenance: Provenance) -> dict[str, str]:
+    """Every file `resolve` and `bump` write, by relative path."""
+    contents = definition_texts(root, index, provenance.repository)
+    contents[INDEX_PATH] = dump_json(index)
+    contents[SCHEMA_PATH] = schema_json()
+    contents[PROVENANCE_PATH] = dump_json(provenance)
+    return contents
+
+
+@dataclass
+class ResolveOutcome:
+    index: EvidenceIndex
+    provenance: Provenance
+    findings: list[Finding]
+    contents: dict[str, str]
+
+
+def resolve(root: Path, source: Source, previous: Provenance | None) -> ResolveOutcome:
+    collected = collect(root)
+    index, findings = build_index(collected.uses, source)
+    findings = collected.findings + findings
+    provenance = Provenance(
+        repository=previous.repository if previous else Provenance.model_fields["repository"].default,
+        revision=source.commit,
+        commit_date=source.commit_date(),
+        companion=companion_requirement(source),
+        verification=verification(index, findings),
+    )
+    return ResolveOutcome(index, provenance, findings, outputs(root, index, provenance))

@@ -1,0 +1,172 @@
+"""The skill's own files: which there are, their frontmatter, the labels and claims they hold."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Finding
+from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
+
+SKILL_FILE = "SKILL.md"
+REFERENCES = "references"
+EVALS = "evals"
+PYTEST_RE = re.compile(r"^\s*(?:\$\s+)?(?:python3?\s+-m\s+)?pytest\s+(.*)$")
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The skill root: the given folder, else the one this package sits in, else the cwd."""
+    if start is not None:
+        return start
+    here = Path(__file__).resolve().parents[2]
+    if (here / SKILL_FILE).exists():
+        return here
+    return Path.cwd()
+
+
+def markdown_files(root: Path) -> list[str]:
+    files = [SKILL_FILE] if (root / SKILL_FILE).exists() else []
+    files += sorted(p.relative_to(root).as_posix() for p in (root / REFERENCES).rglob("*.md"))
+    return files
+
+
+def data_files(root: Path) -> list[str]:
+    found = [*(root / REFERENCES).rglob("*.yaml"), *(root / REFERENCES).rglob("*.yml")]
+    return sorted(p.relative_to(root).as_posix() for p in found)
+
+
+def eval_files(root: Path) -> list[str]:
+    found = [*(root / EVALS).glob("*.yaml"), *(root / EVALS).glob("*.yml")]
+    return sorted(p.relative_to(root).as_posix() for p in found)
+
+
+def read_text(root: Path, rel: str) -> str:
+    return (root / rel).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """`default:` claimed in a data file for the value behind a `source:` label."""
+
+    file: str
+    line: int
+    label: str
+    default: Any
+    param: str | None
+
+
+@dataclass(frozen=True)
+class TestReference:
+    file: str
+    line: int
+    path: str
+    names: tuple[str, ...]
+
+
+@dataclass
+class SkillLabels:
+    uses: list[Use] = field(default_factory=list)
+    definitions: list[Definition] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    tests: list[TestReference] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _construct(node: yaml.Node) -> Any:
+    return yaml.SafeLoader("").construct_object(node, deep=True)
+
+
+def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, Finding | None]:
+    try:
+        return yaml.compose(read_text(root, rel), Loader=yaml.SafeLoader), None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, Finding(kind="yaml-invalid", file=rel, line=mark.line + 1 if mark else 0, message=problem)
+    except UnicodeDecodeError:
+        return None, Finding(kind="yaml-invalid", file=rel, message="not valid UTF-8")
+
+
+def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag.endswith(":str") and node.value.startswith("src:"):
+            out.uses.append(Use(rel, node.start_mark.line + 1, node.value))
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _walk_data(rel, item, out)
+    elif isinstance(node, yaml.MappingNode):
+        keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        source = keys.get("source")
+        if isinstance(source, yaml.ScalarNode) and "default" in keys:
+            param = keys.get("param")
+            out.claims.append(
+                Claim(
+                    file=rel,
+                    line=keys["default"].start_mark.line + 1,
+                    label=source.value,
+                    default=_construct(keys["default"]),
+                    param=str(param.value) if isinstance(param, yaml.ScalarNode) else None,
+                )
+            )
+        for _, value in node.value:
+            _walk_data(rel, value, out)
+
+
+def _tests_in(rel: str, text: str) -> list[TestReference]:
+    code = code_lines(text)
+    lines = text.splitlines()
+    found: list[TestReference] = []
+    for index in sorted(code):
+        if index >= len(lines):
+            continue
+        match = PYTEST_RE.match(lines[index])
+        if not match:
+            continue
+        for word in match.group(1).split():
+            target = word.strip("'\"")
+            path, _, rest = target.partition("::")
+            if path.endswith(".py"):
+                names = tuple(re.sub(r"\[.*\]$", "", n) for n in rest.split("::")) if rest else ()
+                found.append(TestReference(rel, index + 1, path, names))
+    return found
+
+
+def collect(root: Path) -> SkillLabels:
+    """Every citation use, definition, value claim and test reference of the skill."""
+    out = SkillLabels()
+    for rel in markdown_files(root):
+        text = read_text(root, rel)
+        scanned = scan_markdown(rel, text)
+        out.uses += scanned.uses
+        out.definitions += scanned.definitions
+        if rel.startswith(REFERENCES + "/"):
+            out.tests += _tests_in(rel, text)
+    for rel in data_files(root):
+        node, problem = yaml_document(root, rel)
+        if problem:
+            out.findings.append(problem)
+        elif node is not None:
+            _walk_data(rel, node, out)
+    items: list[Use | Definition] = [*out.uses, *out.definitions]
+    for item in items:
+        try:
+            parse_label(item.text)
+        except LabelError as exc:
+            out.findings.append(Finding(kind="label-invalid", file=item.file, line=item.line, message=str(exc)))
+    return out
+
+
+def valid_labels(uses: list[Use]) -> dict[str, list[Use]]:
+    """Uses grouped by label, leaving out labels that do not parse."""
+    grouped: dict[str, list[Use]] = {}
+    for use in uses:
+        try:
+            parse_label(use.text)
+        except LabelError:
+            continue
+        grouped.setdefault(use.text, []).append(use)
+    return grouped

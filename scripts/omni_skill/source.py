@@ -1,0 +1,145 @@
+"""Read the engine's git objects at a revision: trees and blobs, never a work tree.
+
+Every blob goes through gitpython's persistent `git cat-file --batch` process, and the whole
+tree is listed with one `git ls-tree -r` call, so reading N files costs N batch requests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+
+from .errors import UsageError
+
+ENV_VAR = "VLLM_OMNI_SOURCE"
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+# Settings that would make git run programs named in a repository's own configuration.
+SAFE_CONFIG = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "diff.external=",
+    "core.pager=cat",
+    "protocol.ext.allow=never",
+)
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    path: str
+    mode: str
+    sha: str
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == "120000"
+
+    @property
+    def is_submodule(self) -> bool:
+        return self.mode == "160000"
+
+
+class BlobError(Exception):
+    """A cited file that cannot be read as text (symlink, submodule, binary, not UTF-8)."""
+
+
+def source_path(arg: str | None) -> Path | None:
+    """`--source` wins over the environment variable; None when neither is given."""
+    value = arg or os.environ.get(ENV_VAR)
+    return Path(value).expanduser() if value else None
+
+
+class Source:
+    """One engine repository (bare or not) opened at one revision."""
+
+    def __init__(self, path: Path, revision: str):
+        self.path = path
+        try:
+            self.repo = git.Repo(path)
+        except (InvalidGitRepositoryError, NoSuchPathError):
+            raise UsageError(f"{path}: not a git repository (give --source or {ENV_VAR})") from None
+        # Every git process, the persistent `cat-file --batch` included, reads this object store
+        # only, with the settings that could run a program of the repository's own switched off.
+        self.repo.git.update_environment(GIT_DIR=str(self.repo.git_dir))
+        self.repo.git.set_persistent_git_options(c=list(SAFE_CONFIG))
+        self.revision = revision
+        self.commit = self.resolve(revision)
+        self._tree: dict[str, TreeEntry] | None = None
+        self._texts: dict[str, str] = {}
+
+    def git(self, *args: str) -> str:
+        config: list[str] = []
+        for item in SAFE_CONFIG:
+            config += ["-c", item]
+        command = ["git", "--git-dir", str(self.repo.git_dir), *config, *args]
+        return str(self.repo.git.execute(command, strip_newline_in_stdout=False))
+
+    def resolve(self, revision: str) -> str:
+        """Full SHA of the commit a revision names; UsageError when the repository lacks it."""
+        if not revision or revision.startswith("-"):
+            raise UsageError(f"{self.path}: invalid revision {revision!r}")
+        try:
+            sha = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
+        except GitCommandError:
+            shallow = " (the clone is shallow: fetch that revision)" if self.is_shallow() else ""
+            raise UsageError(f"{self.path}: revision {revision} is not in this repository{shallow}") from None
+        return sha.strip()
+
+    def is_shallow(self) -> bool:
+        return (Path(self.repo.git_dir) / "shallow").exists()
+
+    def commit_date(self) -> str:
+        return self.git("show", "-s", "--no-show-signature", "--format=%cI", self.commit).strip()
+
+    @property
+    def tree(self) -> dict[str, TreeEntry]:
+        if self._tree is None:
+            listing = self.git("ls-tree", "-r", "-z", "--full-tree", self.commit)
+            entries: dict[str, TreeEntry] = {}
+            for record in listing.split("\0"):
+                if not record:
+                    continue
+                meta, path = record.split("\t", 1)
+                mode, _type, sha = meta.split()
+                entries[path] = TreeEntry(path, mode, sha)
+            self._tree = entries
+        return self._tree
+
+    def entry(self, path: str) -> TreeEntry | None:
+        return self.tree.get(path)
+
+    def text(self, path: str) -> str:
+        """The UTF-8 text of a file at the revision; KeyError when absent, BlobError when unreadable."""
+        if path in self._texts:
+            return self._texts[path]
+        entry = self.tree.get(path)
+        if entry is None:
+            raise KeyError(path)
+        if entry.is_symlink:
+            raise BlobError("is a symbolic link at the revision; cite its target instead")
+        if entry.is_submodule:
+            raise BlobError("is a submodule entry at the revision, not a file")
+        data = self.repo.odb.stream(bytes.fromhex(entry.sha)).read()
+        if b"\0" in data:
+            raise BlobError("is a binary file")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BlobError("is not valid UTF-8") from None
+        self._texts[path] = text
+        return text
+
+    def close(self) -> None:
+        self.repo.close()
+
+
+def open_source(arg: str | None, revision: str) -> Source | None:
+    path = source_path(arg)
+    if path is None:
+        return None
+    return Source(path, revision)

@@ -1,0 +1,228 @@
+"""The skill's shape (SPEC §2–§3, Agent Skills specification): frontmatter, budgets, routing."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+
+from .errors import Finding
+from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
+
+ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SKILL_NAME = "vllm-omni"
+MAX_LINES = 500
+MAX_TOKENS = 5000
+MAX_DESCRIPTION = 1024
+MAX_COMPATIBILITY = 500
+MAX_PAGE_LINES = 300
+CONTENTS_OVER = 150
+
+_md = MarkdownIt("commonmark")
+
+
+@dataclass
+class Frontmatter:
+    data: dict[str, Any]
+    key_lines: dict[str, int]
+    body_start: int  # 1-based line where the body starts
+
+
+def parse_frontmatter(text: str) -> Frontmatter:
+    """Split `---` YAML frontmatter from the body; ValueError (with a line) when malformed."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise ValueError("1: SKILL.md must start with '---' frontmatter")
+    try:
+        close = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise ValueError("1: frontmatter is not closed by '---'") from None
+    block = "\n".join(lines[1:close])
+    try:
+        node = yaml.compose(block, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark else 1
+        raise ValueError(f"{line}: frontmatter is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        raise ValueError("2: frontmatter must be a YAML mapping")
+    key_lines = {str(k.value): k.start_mark.line + 2 for k, _ in node.value}
+    return Frontmatter(data=data, key_lines=key_lines, body_start=close + 2)
+
+
+def approx_tokens(text: str) -> int:
+    """About four characters a token, the estimate skill validators use."""
+    return (len(text) + 3) // 4
+
+
+def check_frontmatter(root: Path, installed: bool) -> list[Finding]:
+    text = read_text(root, SKILL_FILE)
+    try:
+        front = parse_frontmatter(text)
+    except ValueError as exc:
+        line, _, message = str(exc).partition(": ")
+        return [Finding(kind="frontmatter-invalid", file=SKILL_FILE, line=int(line), message=message)]
+    data, at = front.data, front.key_lines
+    findings: list[Finding] = []
+
+    def add(kind: str, key: str, message: str) -> None:
+        findings.append(Finding(kind=kind, file=SKILL_FILE, line=at.get(key, 1), message=message))
+
+    for key in data:
+        if key not in ALLOWED_KEYS:
+            add("frontmatter-key", str(key), f"key {key!r} is not allowed (allowed: {', '.join(ALLOWED_KEYS)})")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        add("frontmatter-name", "name", "name is required and must be a string")
+    else:
+        if len(name) > 64 or not NAME_RE.match(name):
+            add(
+                "frontmatter-name",
+                "name",
+                f"name {name!r} must be 1-64 of a-z0-9- without leading, trailing or doubled hyphens",
+            )
+        if name != SKILL_NAME:
+            add("frontmatter-name", "name", f"name {name!r} must be {SKILL_NAME!r}")
+        if installed and root.resolve().name != name:
+            add("frontmatter-name", "name", f"name {name!r} differs from the folder {root.resolve().name!r}")
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        add("frontmatter-description", "description", "description is required and must be a string")
+    else:
+        if len(description) > MAX_DESCRIPTION:
+            add(
+                "frontmatter-description",
+                "description",
+                f"description has {len(description)} characters (max {MAX_DESCRIPTION})",
+            )
+        if "<" in description or ">" in description:
+            add("frontmatter-description", "description", "description must not contain '<' or '>'")
+    compatibility = data.get("compatibility")
+    if compatibility is not None and (not isinstance(compatibility, str) or len(compatibility) > MAX_COMPATIBILITY):
+        add(
+            "frontmatter-compatibility",
+            "compatibility",
+            f"compatibility must be a string of at most {MAX_COMPATIBILITY} characters",
+        )
+    if "license" in data and not isinstance(data["license"], str):
+        add("frontmatter-license", "license", "license must be a string")
+    metadata = data.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            add("frontmatter-metadata", "metadata", "metadata must be a mapping of strings to strings")
+        else:
+            for key, value in metadata.items():
+                if not isinstance(key, str) or not isinstance(value, str):
+                    add(
+                        "frontmatter-metadata",
+                        "metadata",
+                        f"metadata {key!r}: keys and values must be strings (quote {value!r})",
+                    )
+    tools = data.get("allowed-tools")
+    if tools is not None and not isinstance(tools, str):
+        add("frontmatter-allowed-tools", "allowed-tools", "allowed-tools must be a space-separated string")
+    lines = text.splitlines()
+    if len(lines) >= MAX_LINES:
+        findings.append(
+            Finding(
+                kind="size-budget",
+                file=SKILL_FILE,
+                line=MAX_LINES,
+                message=f"SKILL.md has {len(lines)} lines (must stay under {MAX_LINES})",
+            )
+        )
+    tokens = approx_tokens(text)
+    if tokens > MAX_TOKENS:
+        findings.append(
+            Finding(
+                kind="size-budget", file=SKILL_FILE, message=f"SKILL.md is about {tokens} tokens (budget {MAX_TOKENS})"
+            )
+        )
+    return findings
+
+
+def local_links(text: str) -> list[tuple[int, str]]:
+    """(1-based line, target) of every relative link in a Markdown text, without fragments."""
+    found: list[tuple[int, str]] = []
+
+    def walk(tokens: list[Any], line: int) -> None:
+        for token in tokens:
+            here = token.map[0] + 1 if token.map else line
+            if token.type == "link_open":
+                href = str(token.attrGet("href") or "")
+                if href and not re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", href, re.IGNORECASE):
+                    found.append((here, href.split("#", 1)[0]))
+            if token.children:
+                walk(token.children, here)
+
+    walk(_md.parse(text), 1)
+    return found
+
+
+def _target(rel: str, href: str) -> str | None:
+    parts: list[str] = []
+    for part in (PurePosixPath(rel).parent / href).parts:
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif part != ".":
+            parts.append(part)
+    return "/".join(parts)
+
+
+def check_routing(root: Path) -> list[Finding]:
+    """Links resolve; every reference file is reachable within two hops of SKILL.md."""
+    findings: list[Finding] = []
+    pages = markdown_files(root)
+    links: dict[str, list[str]] = {}
+    for rel in pages:
+        targets: list[str] = []
+        for line, href in local_links(read_text(root, rel)):
+            target = _target(rel, href) if href else rel
+            if target is None or not (root / target).exists():
+                findings.append(
+                    Finding(kind="link-broken", file=rel, line=line, message=f"link target {href!r} does not exist")
+                )
+            else:
+                targets.append(target)
+        links[rel] = targets
+    entries = [t for t in links.get(SKILL_FILE, []) if t.startswith(REFERENCES + "/")]
+    for target in entries:
+        if target.count("/") != 2:
+            findings.append(
+                Finding(
+                    kind="routing-depth",
+                    file=SKILL_FILE,
+                    message=f"{target} is not a branch entry page (references/<branch>/<page>)",
+                )
+            )
+    reachable = set(entries)
+    for entry in entries:
+        reachable.update(links.get(entry, []))
+    for rel in [p for p in pages if p != SKILL_FILE] + data_files(root):
+        if rel not in reachable:
+            findings.append(
+                Finding(kind="orphan", file=rel, message="not linked from SKILL.md or from a branch entry page")
+            )
+    for rel in pages:
+        if rel == SKILL_FILE:
+            continue
+        count = len(read_text(root, rel).splitlines())
+        if count > MAX_PAGE_LINES:
+            findings.append(
+                Finding(kind="size-budget", file=rel, message=f"page has {count} lines (max {MAX_PAGE_LINES})")
+            )
+    return findings
+
+
+def check_structure(root: Path, installed: bool) -> list[Finding]:
+    if not (root / SKILL_FILE).exists():
+        return [Finding(kind="layout", file=SKILL_FILE, message=f"no {SKILL_FILE} in {root}")]
+    return check_frontmatter(root, installed) + check_routing(root)
