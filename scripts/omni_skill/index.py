@@ -13,7 +13,7 @@ REPOSITORY_URL = "https://github.com/vllm-project/vllm-omni"
 
 
 class UsePlace(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str = Field(description="skill file that cites the label, relative to the skill root")
     line: int = Field(ge=1, description="1-based line of the citation")

@@ -14,9 +14,20 @@ PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:
 YAML_ANCHOR = re.compile(r"^(?:[^.\[\]\s]+|\[\d+\])(?:\.[^.\[\]\s]+|\[\d+\])*$")
 MD_ANCHOR = re.compile(r"^#[^\s#]+$")
 
-# `[text][src:...]` (full reference link) and `[src:...]: URL` (definition).
-USE_RE = re.compile(r"\]\[(src:[^\]\s]*)\]")
-DEF_RE = re.compile(r"^ {0,3}\[(src:[^\]]*)\]:[ \t]*(\S*)[ \t]*$")
+# `[text][src:...]` (full reference link) and `[src:...]: URL` (definition). CommonMark link
+# labels cannot hold unescaped brackets, so a YAML list index is written `stages\[0\]` in Markdown.
+LABEL_BODY = r"src:(?:\\[\[\]]|[^\[\]\s\\]|\\(?![\[\]]))*"
+USE_START = re.compile(r"\]\[src:")
+USE_RE = re.compile(r"\]\[(" + LABEL_BODY + r")\]")
+DEF_RE = re.compile(r"^ {0,3}\[(" + LABEL_BODY + r")\]:[ \t]*(\S*)[ \t]*$")
+
+
+def unescape(text: str) -> str:
+    return re.sub(r"\\([\[\]])", r"\1", text)
+
+
+def escape(text: str) -> str:
+    return text.replace("[", "\\[").replace("]", "\\]")
 
 
 class LabelError(ValueError):
@@ -111,6 +122,7 @@ class Definition:
 class MarkdownLabels:
     uses: list[Use]
     definitions: list[Definition]
+    malformed: list[Use]  # `][src:` that does not close as a label
 
 
 _md = MarkdownIt("commonmark")
@@ -130,16 +142,21 @@ def scan_markdown(rel: str, source: str) -> MarkdownLabels:
     skip = code_lines(source)
     uses: list[Use] = []
     definitions: list[Definition] = []
+    malformed: list[Use] = []
     for index, line in enumerate(source.splitlines()):
         if index in skip:
             continue
         match = DEF_RE.match(line)
         if match:
-            definitions.append(Definition(rel, index + 1, match.group(1), match.group(2)))
+            definitions.append(Definition(rel, index + 1, unescape(match.group(1)), match.group(2)))
             continue
-        for use in USE_RE.finditer(line):
-            uses.append(Use(rel, index + 1, use.group(1)))
-    return MarkdownLabels(uses, definitions)
+        for start in USE_START.finditer(line):
+            use = USE_RE.match(line, start.start())
+            if use:
+                uses.append(Use(rel, index + 1, unescape(use.group(1))))
+            else:
+                malformed.append(Use(rel, index + 1, line[start.start() + 2 :].split()[0]))
+    return MarkdownLabels(uses, definitions, malformed)
 
 
 def heading_at(source: str, line: int) -> str:

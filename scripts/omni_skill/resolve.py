@@ -9,7 +9,7 @@ from . import __version__
 from .anchors import AnchorError, fingerprint, locate
 from .errors import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
-from .labels import DEF_RE, Use, code_lines, parse_label
+from .labels import DEF_RE, Use, code_lines, escape, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, Verification, companion_requirement
 from .skill import collect, markdown_files, read_text, valid_labels
 from .source import BlobError, Source
@@ -86,7 +86,7 @@ def definition_texts(root: Path, index: EvidenceIndex, repository: str) -> dict[
     contents: dict[str, str] = {}
     for rel in markdown_files(root):
         lines = [
-            f"[{label}]: {permalink(repository, index.revision, records[label])}"
+            f"[{escape(label)}]: {permalink(repository, index.revision, records[label])}"
             for label in sorted(by_file.get(rel, ()))
         ]
         contents[rel] = with_definitions(read_text(root, rel), lines)

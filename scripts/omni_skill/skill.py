@@ -143,6 +143,15 @@ def collect(root: Path) -> SkillLabels:
         scanned = scan_markdown(rel, text)
         out.uses += scanned.uses
         out.definitions += scanned.definitions
+        out.findings += [
+            Finding(
+                kind="label-invalid",
+                file=m.file,
+                line=m.line,
+                message=f"label {m.text!r} does not close: write brackets inside a label as \\[ and \\]",
+            )
+            for m in scanned.malformed
+        ]
         if rel.startswith(REFERENCES + "/"):
             out.tests += _tests_in(rel, text)
     for rel in data_files(root):
