@@ -32,7 +32,8 @@ def compose(text: str) -> yaml.Node | None:
 def _end_line(lines: list[str], start: int, node: yaml.Node) -> int:
     """Last 1-based line of a node: its end mark, less trailing blank and comment lines."""
     mark = node.end_mark
-    end = mark.line if mark.column == 0 else mark.line + 1
+    before = lines[mark.line][: mark.column] if mark.line < len(lines) else ""
+    end = mark.line if not before.strip() else mark.line + 1
     end = max(start, min(end, len(lines)))
     while end > start and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
