@@ -14,11 +14,14 @@ from pathlib import Path
 import yaml
 
 from . import __version__
+from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
 from .checks import run_check
 from .errors import UsageError
-from .provenance import load_provenance
+from .index import EvidenceIndex, load_index
+from .installed import find_installed
+from .provenance import Provenance, load_provenance
 from .report import FORMATS, check_data, render
-from .resolve import resolve
+from .resolve import outputs, pinned, resolve, verification
 from .searchspace import SEARCH_SPACE_PATH, STAGE_TYPES, load_search_space, select
 from .skill import SKILL_FILE, find_root
 from .source import ENV_VAR, Source, open_source, source_path
@@ -62,6 +65,29 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument(
         "--dry-run", action="store_true", help="report what does not resolve and what would change; write nothing"
     )
+
+    bump = verbs.add_parser(
+        "bump",
+        help="move the pinned revision, classifying every citation",
+        description="Re-resolve every citation at REV and classify it unchanged, moved, changed, relocated or missing. "
+        "Writes provenance, index and definitions together, only when nothing is missing and every changed "
+        "citation is accepted.",
+    )
+    _common(bump)
+    bump.add_argument("--to", required=True, metavar="REV", help="the engine revision to move to")
+    bump.add_argument("--dry-run", action="store_true", help="report only; write nothing")
+    bump.add_argument("--accept", nargs="+", default=[], metavar="LABEL", help="accept these changed citations")
+    bump.add_argument("--accept-changed", action="store_true", help="accept every changed citation")
+
+    drift = verbs.add_parser(
+        "drift",
+        help="which skill sections differ for your engine checkout or installation (read-only)",
+        description="Compare the skill's evidence with your engine: a checkout at any revision (--source, --revision) "
+        "or the installed vllm_omni package (--installed). Reads git objects only; writes nothing.",
+    )
+    _common(drift)
+    drift.add_argument("--revision", default="HEAD", help="revision of your checkout (default: HEAD)")
+    drift.add_argument("--installed", action="store_true", help="use the installed vllm_omni package")
 
     space = verbs.add_parser(
         "search-space",
@@ -185,7 +211,122 @@ def cmd_search_space(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"check": cmd_check, "resolve": cmd_resolve, "search-space": cmd_search_space}
+def _pinned_state(root: Path) -> tuple[EvidenceIndex, Provenance]:
+    try:
+        index, provenance = load_index(root), load_provenance(root)
+    except ValueError as exc:
+        raise UsageError(f"{root}: evidence index or provenance is invalid: {str(exc).splitlines()[0]}") from None
+    if index is None or provenance is None:
+        raise UsageError(f"{root}: no evidence index or provenance yet: run `omni-skill resolve` first")
+    return index, provenance
+
+
+def _old_source(path: Path, revision: str) -> Source | None:
+    try:
+        return Source(path, revision)
+    except UsageError:
+        return None  # the pinned revision is not in this clone: fingerprints still decide
+
+
+def cmd_bump(args: argparse.Namespace) -> int:
+    root = _root(args)
+    path = source_path(args.source)
+    if path is None:
+        raise UsageError(f"bump needs the engine: give --source PATH or set {ENV_VAR}")
+    index, provenance = _pinned_state(root)
+    new = Source(path, args.to)
+    classified = classify_all(root, index, new, _old_source(path, provenance.revision))
+    entries = [c.entry for c in classified]
+    blocked = blockers(entries, set(args.accept), args.accept_changed)
+    unknown = sorted(set(args.accept) - {e.label for e in entries})
+    if unknown:
+        raise UsageError(f"--accept names labels that are not in the index: {', '.join(unknown)}")
+    report = BumpReport(
+        verb="bump",
+        from_revision=provenance.revision,
+        to_revision=new.commit,
+        counts=counts(entries),
+        entries=entries,
+        blocked=blocked,
+    )
+    if not args.dry_run and not blocked:
+        renames = {c.entry.label: c.entry.new_label for c in classified if c.entry.new_label != c.entry.label}
+        texts = relabel(root, renames, {r.label: r.uses for r in index.records})
+        bumped = new_index(new.commit, classified)
+        pinned_now = pinned(new, provenance, verification(bumped, []))
+        write_files(root, outputs(root, bumped, pinned_now, texts))
+        report.written = True
+    sys.stdout.write(render("bump", report.model_dump(mode="json"), args.format))
+    return 1 if blocked else 0
+
+
+def _sections(report: BumpReport) -> list[dict[str, object]]:
+    grouped: dict[tuple[str, str, str], set[str]] = {}
+    for entry in report.entries:
+        if entry.status in ("unchanged", "moved") or (entry.status == "relocated" and entry.similarity == 1.0):
+            continue
+        for use in entry.uses:
+            parts = use.file.split("/")
+            branch = parts[1] if len(parts) > 2 and parts[0] == "references" else "router"
+            grouped.setdefault((branch, use.file, use.heading), set()).add(entry.label)
+    return [
+        {"branch": b, "file": f, "heading": h, "labels": sorted(labels), "title": f"{f} § {h}" if h else f}
+        for (b, f, h), labels in sorted(grouped.items())
+    ]
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    root = _root(args)
+    index, provenance = _pinned_state(root)
+    version = ""
+    revision = args.revision
+    if args.installed:
+        engine = find_installed()
+        if engine is None:
+            raise UsageError("no installed vllm_omni package found: give --source PATH to your engine checkout")
+        version = engine.version
+        if engine.git_dir is None:
+            hint = (
+                f"a clone of the engine with --revision {engine.commit}"
+                if engine.commit
+                else "--source PATH --revision TAG"
+            )
+            raise UsageError(
+                f"vllm_omni {engine.version} at {engine.location} is not a git checkout, "
+                f"so its commit is unknown: pass {hint}"
+            )
+        path = engine.git_dir
+    else:
+        found = source_path(args.source)
+        if found is None:
+            raise UsageError(f"drift needs your engine: give --source PATH, set {ENV_VAR}, or pass --installed")
+        path = found
+    user = Source(path, revision)
+    classified = classify_all(root, index, user, _old_source(path, provenance.revision))
+    entries = [c.entry for c in classified]
+    report = BumpReport(
+        verb="drift",
+        from_revision=provenance.revision,
+        to_revision=user.commit,
+        counts=counts(entries),
+        entries=entries,
+    )
+    data = report.model_dump(mode="json")
+    data["sections"] = _sections(report)
+    data["engine_version"] = version
+    if args.format == "json":
+        data["sections"] = [{k: v for k, v in s.items() if k != "title"} for s in data["sections"]]
+    sys.stdout.write(render("drift", data, args.format))
+    return 1 if data["sections"] else 0
+
+
+COMMANDS = {
+    "check": cmd_check,
+    "resolve": cmd_resolve,
+    "bump": cmd_bump,
+    "drift": cmd_drift,
+    "search-space": cmd_search_space,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

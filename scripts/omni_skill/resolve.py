@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from .errors import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
 from .labels import DEF_RE, Use, code_lines, escape, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, Verification, companion_requirement
-from .skill import collect, markdown_files, read_text, valid_labels
+from .skill import SKILL_FILE, collect, markdown_files, read_text, valid_labels
 from .source import BlobError, Source
 
 
@@ -76,8 +77,11 @@ def with_definitions(text: str, definitions: list[str]) -> str:
     return body + "\n"
 
 
-def definition_texts(root: Path, index: EvidenceIndex, repository: str) -> dict[str, str]:
+def definition_texts(
+    root: Path, index: EvidenceIndex, repository: str, texts: dict[str, str] | None = None
+) -> dict[str, str]:
     """New text of every Markdown file: definitions for exactly the labels it uses."""
+    texts = texts or {}
     records = index.by_label()
     by_file: dict[str, set[str]] = {}
     for record in index.records:
@@ -89,8 +93,19 @@ def definition_texts(root: Path, index: EvidenceIndex, repository: str) -> dict[
             f"[{escape(label)}]: {permalink(repository, index.revision, records[label])}"
             for label in sorted(by_file.get(rel, ()))
         ]
-        contents[rel] = with_definitions(read_text(root, rel), lines)
+        text = texts[rel] if rel in texts else read_text(root, rel)
+        if rel == SKILL_FILE:
+            text = with_engine_revision(text, index.revision)
+        contents[rel] = with_definitions(text, lines)
     return contents
+
+
+ENGINE_REVISION_RE = re.compile(r'^(\s+engine-revision:\s*)"?[0-9a-f]{40}"?\s*$', re.MULTILINE)
+
+
+def with_engine_revision(text: str, revision: str) -> str:
+    """SKILL.md with its `metadata.engine-revision` set to the pinned revision."""
+    return ENGINE_REVISION_RE.sub(lambda m: f'{m.group(1)}"{revision}"', text, count=1)
 
 
 def verification(index: EvidenceIndex, findings: list[Finding]) -> Verification:
@@ -102,9 +117,12 @@ def verification(index: EvidenceIndex, findings: list[Finding]) -> Verification:
     )
 
 
-def outputs(root: Path, index: EvidenceIndex, provenance: Provenance) -> dict[str, str]:
-    """Every file `resolve` and `bump` write, by relative path."""
-    contents = definition_texts(root, index, provenance.repository)
+def outputs(
+    root: Path, index: EvidenceIndex, provenance: Provenance, texts: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Every file `resolve` and `bump` write, by relative path (`texts`: edited file texts)."""
+    contents = dict(texts or {})
+    contents.update(definition_texts(root, index, provenance.repository, texts))
     contents[INDEX_PATH] = dump_json(index)
     contents[SCHEMA_PATH] = schema_json()
     contents[PROVENANCE_PATH] = dump_json(provenance)
@@ -123,11 +141,16 @@ def resolve(root: Path, source: Source, previous: Provenance | None) -> ResolveO
     collected = collect(root)
     index, findings = build_index(collected.uses, source)
     findings = collected.findings + findings
-    provenance = Provenance(
+    provenance = pinned(source, previous, verification(index, findings))
+    return ResolveOutcome(index, provenance, findings, outputs(root, index, provenance))
+
+
+def pinned(source: Source, previous: Provenance | None, verified: Verification) -> Provenance:
+    """Provenance for the source's revision."""
+    return Provenance(
         repository=previous.repository if previous else Provenance.model_fields["repository"].default,
         revision=source.commit,
         commit_date=source.commit_date(),
         companion=companion_requirement(source),
-        verification=verification(index, findings),
+        verification=verified,
     )
-    return ResolveOutcome(index, provenance, findings, outputs(root, index, provenance))

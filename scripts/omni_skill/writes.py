@@ -20,11 +20,11 @@ def write_files(root: Path, contents: dict[str, str]) -> list[str]:
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            staged.append((Path(temp_name), target))
             with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
                 stream.write(text)
                 stream.flush()
                 os.fsync(stream.fileno())
-            staged.append((Path(temp_name), target))
     except BaseException:
         for staged_temp, _ in staged:
             staged_temp.unlink(missing_ok=True)

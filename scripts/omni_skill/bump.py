@@ -1,0 +1,349 @@
+"""`bump --to REV` and `drift`: re-resolve every citation at another revision and classify it.
+
+Never line arithmetic: each label is resolved afresh at the new revision. A label whose file or
+symbol is gone is looked for elsewhere (git's rename detection, then every file that defines the
+same qualified name); a line range is re-found by its fingerprinted text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .anchors import python
+from .errors import Finding
+from .index import EvidenceIndex, EvidenceRecord, UsePlace
+from .labels import LINE_RANGE, Label, escape, heading_at, parse_label
+from .resolve import Unresolved, resolve_label
+from .skill import read_text
+from .source import BlobError, Source
+
+Status = Literal["unchanged", "moved", "changed", "relocated", "missing"]
+LINE_MATCH_FLOOR = 0.6  # below this similarity a line range counts as gone
+
+
+class UseContext(BaseModel):
+    file: str
+    line: int
+    heading: str
+
+
+class BumpEntry(BaseModel):
+    label: str
+    status: Status
+    new_label: str = Field(description="the label after the bump (differs when a path or line range moved)")
+    old_span: str
+    new_span: str = ""
+    similarity: float | None = None
+    candidates: list[str] = Field(default_factory=list)
+    note: str = ""
+    uses: list[UseContext] = Field(default_factory=list)
+
+
+class BumpReport(BaseModel):
+    verb: str
+    from_revision: str
+    to_revision: str
+    counts: dict[str, int]
+    entries: list[BumpEntry]
+    written: bool = False
+    blocked: list[str] = Field(default_factory=list, description="why nothing was written")
+
+    @property
+    def affected(self) -> list[BumpEntry]:
+        return [e for e in self.entries if e.status != "unchanged"]
+
+
+@dataclass
+class Classified:
+    entry: BumpEntry
+    record: EvidenceRecord | None  # the record at the new revision, when there is one
+
+
+def _span(start: int, end: int) -> str:
+    return f"L{start}-L{end}" if start != end else f"L{start}"
+
+
+def _lines(text: str, start: int, end: int) -> list[str]:
+    return [line.rstrip() for line in text.splitlines()[start - 1 : end]]
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def _old_text(record: EvidenceRecord, old: Source | None) -> list[str] | None:
+    """The cited lines at the pinned revision, when that blob is available."""
+    if old is None:
+        return None
+    try:
+        return _lines(old.text(record.path), record.start, record.end)
+    except (KeyError, BlobError):
+        return None
+
+
+def _similarity(a: list[str] | None, b: list[str]) -> float | None:
+    if a is None:
+        return None
+    return round(difflib.SequenceMatcher(None, "\n".join(a), "\n".join(b), autojunk=False).ratio(), 3)
+
+
+def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None) -> tuple[int, int, float] | None:
+    """Where the cited lines are now: the exact text first (unique), else the best unique match."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    width = record.end - record.start + 1
+    exact = [i for i in range(len(lines) - width + 1) if _digest(lines[i : i + width]) == record.fingerprint]
+    if len(exact) == 1:
+        return exact[0] + 1, exact[0] + width, 1.0
+    if exact:
+        nearest = min(exact, key=lambda i: abs(i + 1 - record.start))
+        return nearest + 1, nearest + width, 1.0
+    if old_lines is None:
+        return None
+    old = "\n".join(old_lines)
+    scored = []
+    for i in range(max(1, len(lines) - width + 1)):
+        ratio = difflib.SequenceMatcher(None, old, "\n".join(lines[i : i + width]), autojunk=False).ratio()
+        scored.append((ratio, i))
+    scored.sort(reverse=True)
+    if not scored or scored[0][0] < LINE_MATCH_FLOOR:
+        return None
+    if len(scored) > 1 and scored[1][0] == scored[0][0]:
+        return None  # not unique
+    ratio, i = scored[0]
+    return i + 1, i + width, round(ratio, 3)
+
+
+def _renamed_to(source: Source, old_revision: str | None, path: str) -> str | None:
+    if old_revision is None:
+        return None
+    try:
+        output = source.git("diff", "--name-status", "-M", "--no-ext-diff", old_revision, source.commit, "--", ".")
+    except Exception:
+        return None
+    for row in output.splitlines():
+        parts = row.split("\t")
+        if len(parts) == 3 and parts[0].startswith("R") and parts[1] == path:
+            return parts[2]
+    return None
+
+
+def _defining_files(source: Source, label: Label) -> list[str]:
+    """Python files at the new revision that define the label's qualified name."""
+    name, _ = python.split_occurrence(label.anchor)
+    leaf = name.rsplit(".", 1)[-1]
+    try:
+        listing = source.git(
+            "grep", "-l", "-E", rf"^\s*(async def|def|class) {leaf}\b|^\s*{leaf}\s*[:=]", source.commit, "--", "*.py"
+        )
+    except Exception:
+        return []
+    files = []
+    for row in listing.splitlines():
+        path = row.split(":", 1)[1] if ":" in row else row
+        if path == label.path:
+            continue
+        try:
+            if name in python.definitions(source.text(path)):
+                files.append(path)
+        except Exception:
+            continue
+    return sorted(files)
+
+
+def classify(record: EvidenceRecord, new: Source, old: Source | None, old_revision: str | None) -> Classified:
+    label = parse_label(record.label)
+    old_span = _span(record.start, record.end)
+    old_lines = _old_text(record, old)
+
+    def entry(
+        status: Status,
+        new_label: str | None = None,
+        new_span: str = "",
+        similarity: float | None = None,
+        candidates: list[str] | None = None,
+        note: str = "",
+    ) -> BumpEntry:
+        return BumpEntry(
+            label=record.label,
+            status=status,
+            new_label=new_label or record.label,
+            old_span=old_span,
+            new_span=new_span,
+            similarity=similarity,
+            candidates=candidates or [],
+            note=note,
+        )
+
+    if label.kind == "lines":
+        try:
+            text = new.text(label.path)
+        except KeyError:
+            text = None
+        except BlobError as exc:
+            return Classified(entry("missing", note=f"{label.path} {exc}"), None)
+        path = label.path
+        if text is None:
+            path = _renamed_to(new, old_revision, label.path) or ""
+            text = new.text(path) if path else None
+        if text is None:
+            return Classified(entry("missing", note=f"{label.path} is gone"), None)
+        found = _refind_lines(record, text, old_lines)
+        if found is None:
+            return Classified(entry("missing", note="the cited lines are not found"), None)
+        start, end, ratio = found
+        anchor = f"L{start}-L{end}" if start != end else f"L{start}"
+        new_label = Label(path, anchor).text
+        result = resolve_label(new_label, new)
+        assert not isinstance(result, Unresolved)
+        status: Status = (
+            "changed"
+            if result.fingerprint != record.fingerprint
+            else (
+                "relocated"
+                if path != label.path
+                else ("moved" if (start, end) != (record.start, record.end) else "unchanged")
+            )
+        )
+        return Classified(entry(status, new_label=new_label, new_span=_span(start, end), similarity=ratio), result)
+
+    result = resolve_label(record.label, new)
+    if isinstance(result, Unresolved):
+        if result.kind == "anchor-ambiguous":
+            return Classified(entry("missing", note=result.message), None)
+        candidates: list[str] = []
+        renamed = _renamed_to(new, old_revision, label.path)
+        if renamed:
+            candidates.append(Label(renamed, label.anchor).text)
+        if label.kind == "python":
+            candidates += [
+                Label(p, label.anchor).text
+                for p in _defining_files(new, label)
+                if Label(p, label.anchor).text not in candidates
+            ]
+        identical = []
+        for candidate in candidates:
+            moved = resolve_label(candidate, new)
+            if isinstance(moved, EvidenceRecord) and moved.fingerprint == record.fingerprint:
+                identical.append((candidate, moved))
+        if len(candidates) == 1 and len(identical) == 1:
+            candidate, moved = identical[0]
+            return Classified(
+                entry(
+                    "relocated",
+                    new_label=candidate,
+                    new_span=_span(moved.start, moved.end),
+                    similarity=1.0,
+                    candidates=candidates,
+                ),
+                moved,
+            )
+        if candidates:
+            note = (
+                "found elsewhere; rewrite by hand"
+                if len(candidates) > 1
+                else "found elsewhere with other text; re-read and rewrite by hand"
+            )
+            return Classified(entry("relocated", candidates=candidates, note=note), None)
+        return Classified(entry("missing", note=result.message), None)
+    new_lines = _lines(new.text(label.path), result.start, result.end)
+    if result.fingerprint != record.fingerprint:
+        return Classified(
+            entry("changed", new_span=_span(result.start, result.end), similarity=_similarity(old_lines, new_lines)),
+            result,
+        )
+    if (result.start, result.end) != (record.start, record.end):
+        return Classified(entry("moved", new_span=_span(result.start, result.end), similarity=1.0), result)
+    return Classified(entry("unchanged", new_span=old_span, similarity=1.0), result)
+
+
+def use_contexts(root: Path, uses: list[UsePlace]) -> list[UseContext]:
+    texts: dict[str, str] = {}
+    contexts = []
+    for use in uses:
+        if use.file not in texts:
+            try:
+                texts[use.file] = read_text(root, use.file)
+            except OSError:
+                texts[use.file] = ""
+        heading = heading_at(texts[use.file], use.line) if use.file.endswith(".md") else ""
+        contexts.append(UseContext(file=use.file, line=use.line, heading=heading))
+    return contexts
+
+
+def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | None) -> list[Classified]:
+    old_revision = old.commit if old else None
+    results = []
+    for record in index.records:
+        classified = classify(record, new, old, old_revision)
+        classified.entry.uses = use_contexts(root, record.uses)
+        results.append(classified)
+    return results
+
+
+def counts(entries: list[BumpEntry]) -> dict[str, int]:
+    statuses = ("unchanged", "moved", "changed", "relocated", "missing")
+    return {status: sum(1 for e in entries if e.status == status) for status in statuses}
+
+
+def is_line_range(label: str) -> bool:
+    return bool(LINE_RANGE.match(parse_label(label).anchor))
+
+
+def findings_of(report: BumpReport) -> list[Finding]:
+    return [
+        Finding(
+            kind=f"bump-{e.status}", file=u.file, line=u.line, message=f"{e.label}: {e.note or e.status}", label=e.label
+        )
+        for e in report.affected
+        for u in e.uses
+    ]
+
+
+def relabel(root: Path, renames: dict[str, str], uses: dict[str, list[UsePlace]]) -> dict[str, str]:
+    """File texts with each renamed label rewritten at the lines that cite it."""
+    edits: dict[str, dict[int, list[tuple[str, str]]]] = {}
+    for old, new in renames.items():
+        for use in uses[old]:
+            edits.setdefault(use.file, {}).setdefault(use.line, []).append((old, new))
+    texts: dict[str, str] = {}
+    for rel, by_line in edits.items():
+        lines = read_text(root, rel).split("\n")
+        for number, pairs in by_line.items():
+            for old, new in pairs:
+                if rel.endswith(".md"):
+                    old, new = f"][{escape(old)}]", f"][{escape(new)}]"
+                lines[number - 1] = lines[number - 1].replace(old, new)
+        texts[rel] = "\n".join(lines)
+    return texts
+
+
+def new_index(revision: str, classified: list[Classified]) -> EvidenceIndex:
+    """The index at the new revision: records under their new labels, uses merged."""
+    merged: dict[str, EvidenceRecord] = {}
+    for item in classified:
+        assert item.record is not None
+        old_uses = {(u.file, u.line) for u in item.entry.uses}
+        record = item.record.model_copy()
+        if record.label in merged:
+            old_uses |= {(u.file, u.line) for u in merged[record.label].uses}
+        record.uses = [UsePlace(file=f, line=n) for f, n in sorted(old_uses)]
+        merged[record.label] = record
+    return EvidenceIndex(revision=revision, records=[merged[label] for label in sorted(merged)])
+
+
+def blockers(entries: list[BumpEntry], accept: set[str], accept_changed: bool) -> list[str]:
+    reasons = []
+    for e in entries:
+        if e.status == "missing":
+            reasons.append(f"{e.label} is missing")
+        elif e.status == "relocated" and e.new_label == e.label:
+            reasons.append(f"{e.label} is relocated ambiguously or with other text: edit the label by hand")
+        elif e.status == "changed" and not (accept_changed or e.label in accept):
+            reasons.append(f"{e.label} changed: re-read the claim, then --accept it (or --accept-changed)")
+    return reasons

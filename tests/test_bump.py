@@ -1,0 +1,275 @@
+"""bump and drift on fixture histories: each case is one real commit on top of the fixture engine."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import git
+import pytest
+
+from conftest import CONFIG_PY, DEPLOY_YAML, GUIDE_MD, commit_files, make_skill
+from omni_skill import writes
+from omni_skill.cli import main
+
+LABELS = {
+    "class": "src:pkg/config.py::StageConfig.build",
+    "func": "src:pkg/config.py::start",
+    "env": "src:pkg/config.py::env_knobs",
+    "cli": "src:pkg/config.py::add_cli_args",
+    "const": "src:pkg/config.py::MAX_STAGES",
+    "yaml": "src:pkg/deploy.yaml::connectors.kind",
+    "md": "src:docs/guide.md::#tuning--speed",
+    "lines": "src:pkg/deploy.yaml::L10-L11",
+    "file": "src:requirements/common.txt",
+}
+
+
+@pytest.fixture(autouse=True)
+def no_env_source(monkeypatch):
+    monkeypatch.delenv("VLLM_OMNI_SOURCE", raising=False)
+
+
+@pytest.fixture
+def pinned(engine, tmp_path):
+    """A skill citing every label at the fixture's first revision, resolved."""
+    body = (
+        "# Branch\n\n## Claims\n\n"
+        + "\n".join(
+            f"- {k}: [{k}][{v.replace('[', chr(92) + '[').replace(']', chr(92) + ']')}]" for k, v in LABELS.items()
+        )
+        + "\n"
+    )
+    skill = make_skill(tmp_path / "skill", body)
+    path, sha = engine
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 0
+    return skill, path, sha
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def advance(path: Path, files: dict[str, str | None]) -> str:
+    return commit_files(git.Repo(path), files, "change")
+
+
+def bump_json(skill: Path, path: Path, rev: str, capsys, *extra: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["bump", "--root", str(skill), "--source", str(path), "--to", rev, "--format", "json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def statuses(report: dict) -> dict[str, str]:
+    return {e["label"]: e["status"] for e in report["entries"]}
+
+
+def test_lines_inserted_above_a_symbol_are_moved(pinned, capsys):
+    skill, path, _ = pinned
+    rev = advance(path, {"pkg/config.py": "# one\n# two\n" + CONFIG_PY})
+    code, report = bump_json(skill, path, rev, capsys)
+    assert code == 0 and report["written"] is True
+    got = statuses(report)
+    assert got[LABELS["class"]] == "moved" and got[LABELS["func"]] == "moved"
+    assert got[LABELS["yaml"]] == "unchanged"
+    moved = next(e for e in report["entries"] if e["label"] == LABELS["class"])
+    assert (moved["old_span"], moved["new_span"]) == ("L23-L25", "L25-L27")
+    page = (skill / "references/branch/README.md").read_text()
+    assert f"/blob/{rev}/pkg/config.py#L25-L27" in page
+    assert json.loads((skill / "provenance.json").read_text())["revision"] == rev
+
+
+def test_body_edit_is_changed_and_blocks_until_accepted(pinned, capsys):
+    skill, path, _ = pinned
+    before = snapshot(skill)
+    rev = advance(path, {"pkg/config.py": CONFIG_PY.replace("    return timeout\n", "    return timeout * 2\n")})
+    code, report = bump_json(skill, path, rev, capsys)
+    assert code == 1 and report["written"] is False
+    entry = next(e for e in report["entries"] if e["label"] == LABELS["func"])
+    assert entry["status"] == "changed" and 0.5 < entry["similarity"] < 1.0
+    assert entry["uses"] == [{"file": "references/branch/README.md", "line": 6, "heading": "Claims"}]
+    assert snapshot(skill) == before
+    code, report = bump_json(skill, path, rev, capsys, "--accept", LABELS["func"])
+    assert code == 0 and report["written"] is True
+
+
+def test_renamed_symbol_is_missing_and_nothing_is_written(pinned, capsys):
+    skill, path, _ = pinned
+    before = snapshot(skill)
+    rev = advance(path, {"pkg/config.py": CONFIG_PY.replace("def env_knobs", "def env_settings")})
+    code, report = bump_json(skill, path, rev, capsys, "--accept-changed")
+    assert code == 1 and statuses(report)[LABELS["env"]] == "missing"
+    assert snapshot(skill) == before
+
+
+def test_symbol_moved_to_another_file_is_relocated_and_rewritten(pinned, capsys):
+    skill, path, _ = pinned
+    start = CONFIG_PY.index("def add_cli_args")
+    end = CONFIG_PY.index("def env_knobs")
+    function = CONFIG_PY[start:end].rstrip() + "\n"
+    rev = advance(path, {"pkg/config.py": CONFIG_PY[:start] + CONFIG_PY[end:], "pkg/cli.py": function})
+    code, report = bump_json(skill, path, rev, capsys)
+    assert code == 0
+    entry = next(e for e in report["entries"] if e["label"] == LABELS["cli"])
+    assert entry["status"] == "relocated" and entry["new_label"] == "src:pkg/cli.py::add_cli_args"
+    page = (skill / "references/branch/README.md").read_text()
+    assert "[cli][src:pkg/cli.py::add_cli_args]" in page and "src:pkg/config.py::add_cli_args" not in page
+    assert main(["check", "--root", str(skill), "--source", str(path)]) == 0
+
+
+def test_same_name_in_two_files_is_reported_not_rewritten(pinned, capsys):
+    skill, path, _ = pinned
+    rev = advance(
+        path,
+        {
+            "pkg/config.py": CONFIG_PY.replace("MAX_STAGES = 8\n", ""),
+            "pkg/limits.py": "MAX_STAGES = 8\n",
+            "pkg/other.py": "MAX_STAGES = 16\n",
+        },
+    )
+    code, report = bump_json(skill, path, rev, capsys)
+    assert code == 1
+    entry = next(e for e in report["entries"] if e["label"] == LABELS["const"])
+    assert entry["status"] == "relocated" and entry["new_label"] == LABELS["const"]
+    assert entry["candidates"] == ["src:pkg/limits.py::MAX_STAGES", "src:pkg/other.py::MAX_STAGES"]
+
+
+def test_yaml_keys_reordered_are_moved(pinned, capsys):
+    skill, path, _ = pinned
+    reordered = "connectors:\n  kind: shm\n" + DEPLOY_YAML.replace("connectors:\n  kind: shm\n", "")
+    rev = advance(path, {"pkg/deploy.yaml": reordered})
+    code, report = bump_json(skill, path, rev, capsys)
+    got = statuses(report)
+    assert got[LABELS["yaml"]] == "moved"
+    assert got[LABELS["lines"]] == "moved"  # a line range is re-found by its text
+    entry = next(e for e in report["entries"] if e["label"] == LABELS["lines"])
+    assert entry["new_label"] == "src:pkg/deploy.yaml::L1-L2" and code == 0
+
+
+def test_line_range_with_edited_text_is_refound_by_similarity(pinned, capsys):
+    skill, path, _ = pinned
+    rev = advance(path, {"pkg/deploy.yaml": "# new header\n" + DEPLOY_YAML.replace("kind: shm", "kind: shm_v2")})
+    _, report = bump_json(skill, path, rev, capsys)
+    entry = next(e for e in report["entries"] if e["label"] == LABELS["lines"])
+    assert entry["status"] == "changed" and entry["new_label"] == "src:pkg/deploy.yaml::L11-L12"
+    assert 0.6 <= entry["similarity"] < 1.0
+
+
+def test_renamed_heading_is_missing(pinned, capsys):
+    skill, path, _ = pinned
+    rev = advance(path, {"docs/guide.md": GUIDE_MD.replace("## Tuning & speed", "## Performance")})
+    code, report = bump_json(skill, path, rev, capsys)
+    assert code == 1 and statuses(report)[LABELS["md"]] == "missing"
+
+
+def test_deleted_file_is_missing(pinned, capsys):
+    skill, path, _ = pinned
+    rev = advance(path, {"requirements/common.txt": None})
+    code, report = bump_json(skill, path, rev, capsys)
+    assert code == 1 and statuses(report)[LABELS["file"]] == "missing"
+
+
+def test_dry_run_writes_nothing(pinned, capsys):
+    skill, path, _ = pinned
+    before = snapshot(skill)
+    rev = advance(path, {"pkg/config.py": "# one\n" + CONFIG_PY})
+    code, report = bump_json(skill, path, rev, capsys, "--dry-run")
+    assert code == 0 and report["written"] is False
+    assert snapshot(skill) == before
+
+
+def test_forward_then_back_is_byte_identical(pinned, capsys):
+    skill, path, first = pinned
+    before = snapshot(skill)
+    start = CONFIG_PY.index("def add_cli_args")
+    end = CONFIG_PY.index("def env_knobs")
+    rev = advance(
+        path,
+        {
+            "pkg/config.py": "# header\n" + CONFIG_PY[:start] + CONFIG_PY[end:],
+            "pkg/cli.py": CONFIG_PY[start:end].rstrip() + "\n",
+        },
+    )
+    assert bump_json(skill, path, rev, capsys)[0] == 0
+    assert snapshot(skill) != before
+    assert bump_json(skill, path, first, capsys)[0] == 0
+    assert snapshot(skill) == before
+
+
+def test_interrupted_write_leaves_previous_files(pinned, capsys, monkeypatch):
+    skill, path, _ = pinned
+    before = snapshot(skill)
+    rev = advance(path, {"pkg/config.py": "# one\n" + CONFIG_PY})
+    calls = {"n": 0}
+    real_fsync = os.fsync
+
+    def dying_fsync(fd):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt  # the process is stopped while the new files are being written
+        real_fsync(fd)
+
+    monkeypatch.setattr(writes.os, "fsync", dying_fsync)
+    capsys.readouterr()
+    assert main(["bump", "--root", str(skill), "--source", str(path), "--to", rev]) == 2
+    assert snapshot(skill) == before
+
+
+def test_markdown_report_names_sections(pinned, capsys):
+    skill, path, _ = pinned
+    rev = advance(path, {"pkg/config.py": CONFIG_PY.replace("    return timeout\n", "    return 0\n")})
+    capsys.readouterr()
+    assert (
+        main(["bump", "--root", str(skill), "--source", str(path), "--to", rev, "--dry-run", "--format", "markdown"])
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "| changed | `src:pkg/config.py::start`" in out and "`references/branch/README.md:6` (Claims)" in out
+
+
+def test_drift_against_a_user_checkout(pinned, capsys):
+    skill, path, _ = pinned
+    advance(path, {"pkg/config.py": CONFIG_PY.replace("    return timeout\n", "    return 0\n")})
+    before = snapshot(skill)
+    capsys.readouterr()
+    assert main(["drift", "--root", str(skill), "--source", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "branch / references/branch/README.md / Claims: src:pkg/config.py::start" in out
+    assert out.rstrip().endswith(
+        "Treat these sections as unverified for your version: references/branch/README.md § Claims."
+    )
+    assert snapshot(skill) == before
+
+
+def test_drift_with_no_difference(pinned, capsys):
+    skill, path, _ = pinned
+    capsys.readouterr()
+    assert main(["drift", "--root", str(skill), "--source", str(path)]) == 0
+    assert "Every cited span is identical" in capsys.readouterr().out
+
+
+def test_drift_never_runs_programs_from_the_users_repository(pinned, capsys, tmp_path):
+    skill, path, _ = pinned
+    marker = tmp_path / "marker"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    with git.Repo(path).config_writer() as config:
+        config.set_value("core", "fsmonitor", str(hook))
+        config.set_value("core", "hooksPath", str(tmp_path))
+        config.set_value("diff", "external", str(hook))
+        config.set_value("core", "pager", str(hook))
+    advance(path, {"pkg/config.py": "# moved\n" + CONFIG_PY})
+    marker.unlink(missing_ok=True)  # committing above may itself have run the monitor
+    capsys.readouterr()
+    main(["drift", "--root", str(skill), "--source", str(path)])
+    main(["check", "--root", str(skill), "--source", str(path)])
+    assert not marker.exists()
+
+
+def test_drift_installed_without_package(pinned, capsys, monkeypatch):
+    skill, _, _ = pinned
+    monkeypatch.setattr("omni_skill.cli.find_installed", lambda: None)
+    assert main(["drift", "--root", str(skill), "--installed"]) == 2
+    assert "no installed vllm_omni package found" in capsys.readouterr().err
