@@ -18,6 +18,7 @@ from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
 from .checks import run_check
 from .errors import UsageError
 from .index import EvidenceIndex, load_index
+from .install import AGENT_DIRS, destination, install, package
 from .installed import find_installed
 from .provenance import Provenance, load_provenance
 from .report import FORMATS, check_data, render
@@ -88,6 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(drift)
     drift.add_argument("--revision", default="HEAD", help="revision of your checkout (default: HEAD)")
     drift.add_argument("--installed", action="store_true", help="use the installed vllm_omni package")
+
+    inst = verbs.add_parser(
+        "install",
+        help="copy the skill where an agent discovers skills",
+        description="Copy the runtime files (SKILL.md, references, evidence, provenance.json, scripts) as real files "
+        "into Claude Code's, Codex's or Cursor's skills folder, then check the installed copy.",
+    )
+    _common(inst, source=False)
+    inst.add_argument("--agent", choices=sorted(AGENT_DIRS), required=True)
+    inst.add_argument("--scope", choices=("user", "project"), default="user")
+    inst.add_argument("--dest", type=Path, help="stands in for the home folder (user) or project folder (project)")
+    inst.add_argument("--dry-run", action="store_true", help="say where and what; copy nothing")
+    inst.add_argument("--force", action="store_true", help="replace whatever is at the destination")
+
+    pack = verbs.add_parser("package", help="write vllm-omni.skill, a zip of the runtime files")
+    _common(pack, source=False, fmt=False)
+    pack.add_argument("--output", type=Path, default=Path("vllm-omni.skill"), help="default: ./vllm-omni.skill")
 
     space = verbs.add_parser(
         "search-space",
@@ -320,7 +338,29 @@ def cmd_drift(args: argparse.Namespace) -> int:
     return 1 if data["sections"] else 0
 
 
+def cmd_install(args: argparse.Namespace) -> int:
+    root = _root(args)
+    target = destination(args.agent, args.scope, args.dest)
+    files = install(root, target, args.force, args.dry_run)
+    if args.dry_run:
+        print(f"install --dry-run: would copy {len(files)} files to {target}")
+        return 0
+    print(f"install: copied {len(files)} files to {target}", file=sys.stderr)
+    report = run_check(target, None, installed=True)
+    sys.stdout.write(render("check", check_data(report), args.format))
+    return 0 if report.ok else 1
+
+
+def cmd_package(args: argparse.Namespace) -> int:
+    root = _root(args)
+    files = package(root, args.output)
+    print(f"package: {args.output} holds {len(files)} files under vllm-omni/")
+    return 0
+
+
 COMMANDS = {
+    "install": cmd_install,
+    "package": cmd_package,
     "check": cmd_check,
     "resolve": cmd_resolve,
     "bump": cmd_bump,

@@ -1,0 +1,109 @@
+"""`install` into the folder an agent discovers skills in, and `package` as a .skill zip.
+
+Only the runtime files travel: SKILL.md, references/, evidence/, provenance.json and the
+helper scripts. Tests, evals, caches and development files stay behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .errors import UsageError
+from .skill import SKILL_FILE
+from .structure import SKILL_NAME, parse_frontmatter
+
+RUNTIME = (SKILL_FILE, "references", "evidence", "provenance.json", "scripts")
+AGENT_DIRS = {"claude": ".claude/skills", "codex": ".agents/skills", "cursor": ".cursor/skills"}
+SKIP_NAMES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+SKIP_SUFFIXES = (".pyc", ".pyo", ".tmp")
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def runtime_files(root: Path) -> list[str]:
+    """Relative paths of every runtime file, sorted; symlinks are refused."""
+    files: list[str] = []
+    for top in RUNTIME:
+        path = root / top
+        if not path.exists():
+            if top in (SKILL_FILE, "scripts"):
+                raise UsageError(f"{path}: missing, cannot install or package this skill")
+            continue
+        candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*"))
+        for candidate in candidates:
+            rel = candidate.relative_to(root)
+            if any(part in SKIP_NAMES or part.endswith(".egg-info") for part in rel.parts):
+                continue
+            if candidate.is_symlink():
+                raise UsageError(f"{candidate}: is a symbolic link; the skill must ship real files")
+            if candidate.is_file() and not candidate.name.endswith(SKIP_SUFFIXES):
+                files.append(rel.as_posix())
+    return files
+
+
+def destination(agent: str, scope: str, dest: Path | None) -> Path:
+    """Where the skill folder goes. `dest` stands in for the home (user) or project folder."""
+    base = dest if dest is not None else (Path.home() if scope == "user" else Path.cwd())
+    return base / AGENT_DIRS[agent] / SKILL_NAME
+
+
+def _installed_name(target: Path) -> str | None:
+    try:
+        return str(parse_frontmatter((target / SKILL_FILE).read_text(encoding="utf-8")).data.get("name"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def install(root: Path, target: Path, force: bool, dry_run: bool) -> list[str]:
+    """Copy the runtime files into `target` as real files; refuse to replace another skill."""
+    if target.resolve() == root.resolve():
+        raise UsageError(f"{target}: is the skill's own folder")
+    files = runtime_files(root)
+    if target.exists() and not force:
+        name = _installed_name(target)
+        if name != SKILL_NAME:
+            what = f"the skill {name!r}" if name else "something that is not this skill"
+            raise UsageError(f"{target}: holds {what}; pass --force to replace it")
+    if dry_run:
+        return files
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        for rel in files:
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, staging / rel, follow_symlinks=False)
+        if target.exists() or target.is_symlink():
+            old = target.parent / f".{target.name}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return files
+
+
+def package(root: Path, output: Path) -> list[str]:
+    """A deterministic zip rooted at `vllm-omni/` holding the runtime files."""
+    files = runtime_files(root)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for rel in files:
+                info = zipfile.ZipInfo(f"{SKILL_NAME}/{rel}", date_time=ZIP_TIME)
+                mode = 0o755 if os.access(root / rel, os.X_OK) else 0o644
+                info.external_attr = (0o100000 | mode) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, (root / rel).read_bytes())
+        os.replace(temp, output)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return files
