@@ -149,19 +149,26 @@ def check_frontmatter(root: Path, installed: bool) -> list[Finding]:
 
 def local_links(text: str) -> list[tuple[int, str]]:
     """(1-based line, target) of every relative link in a Markdown text, without fragments."""
+    lines = text.splitlines()
     found: list[tuple[int, str]] = []
 
-    def walk(tokens: list[Any], line: int) -> None:
+    def line_of(href: str, block: tuple[int, int]) -> int:
+        for index in range(block[0], min(block[1], len(lines))):
+            if f"]({href}" in lines[index] or f"]: {href}" in lines[index]:
+                return index + 1
+        return block[0] + 1
+
+    def walk(tokens: list[Any], block: tuple[int, int]) -> None:
         for token in tokens:
-            here = token.map[0] + 1 if token.map else line
+            here = (token.map[0], token.map[1]) if token.map else block
             if token.type == "link_open":
                 href = str(token.attrGet("href") or "")
                 if href and not re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", href, re.IGNORECASE):
-                    found.append((here, href.split("#", 1)[0]))
+                    found.append((line_of(href, here), href.split("#", 1)[0]))
             if token.children:
                 walk(token.children, here)
 
-    walk(_md.parse(text), 1)
+    walk(_md.parse(text), (0, len(lines)))
     return found
 
 

@@ -1,0 +1,120 @@
+"""Agent Skills rules enforced by `check`: one violation per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import SKILL_MD, make_skill
+from omni_skill.errors import Finding
+from omni_skill.structure import check_structure
+
+LINK = "\n[branch](references/branch/README.md)\n"
+
+
+def findings_for(
+    tmp_path: Path, skill_md: str | None = None, page: str = "# Branch\n", extra=None, installed=False
+) -> list[Finding]:
+    root = make_skill(tmp_path / "vllm-omni", page, extra)
+    if skill_md is not None:
+        (root / "SKILL.md").write_text(skill_md)
+    return check_structure(root, installed)
+
+
+def kinds(findings: list[Finding]) -> list[tuple[str, int]]:
+    return [(f.kind, f.line) for f in findings]
+
+
+def test_valid_skill_has_no_findings(tmp_path):
+    assert findings_for(tmp_path) == []
+
+
+def test_missing_frontmatter(tmp_path):
+    assert kinds(findings_for(tmp_path, "# No frontmatter\n" + LINK)) == [("frontmatter-invalid", 1)]
+
+
+def test_unclosed_frontmatter(tmp_path):
+    assert kinds(findings_for(tmp_path, "---\nname: vllm-omni\n" + LINK)) == [("frontmatter-invalid", 1)]
+
+
+def test_frontmatter_not_a_mapping(tmp_path):
+    assert kinds(findings_for(tmp_path, "---\n- a\n---\n" + LINK)) == [("frontmatter-invalid", 2)]
+
+
+def test_unknown_key(tmp_path):
+    text = SKILL_MD.replace("license:", "version: 1.0.0\nlicense:")
+    assert kinds(findings_for(tmp_path, text)) == [("frontmatter-key", 4)]
+
+
+@pytest.mark.parametrize("name", ["VLLM-omni", "-vllm-omni", "vllm--omni", "vllm-omni-", "x" * 65])
+def test_bad_name(tmp_path, name):
+    text = SKILL_MD.replace("name: vllm-omni", f"name: {name}")
+    assert ("frontmatter-name", 2) in kinds(findings_for(tmp_path, text))
+
+
+def test_name_must_be_vllm_omni(tmp_path):
+    text = SKILL_MD.replace("name: vllm-omni", "name: other-skill")
+    assert kinds(findings_for(tmp_path, text)) == [("frontmatter-name", 2)]
+
+
+def test_installed_copy_name_must_equal_folder(tmp_path):
+    root = make_skill(tmp_path / "wrong-folder", "# Branch\n")
+    assert kinds(check_structure(root, installed=True)) == [("frontmatter-name", 2)]
+    assert check_structure(root, installed=False) == []
+
+
+def test_description_too_long(tmp_path):
+    text = SKILL_MD.replace("Explains the fixture engine. Use when testing.", "x" * 1025)
+    assert kinds(findings_for(tmp_path, text)) == [("frontmatter-description", 3)]
+
+
+def test_description_with_angle_brackets(tmp_path):
+    text = SKILL_MD.replace("Use when testing.", "Use for <tags>.")
+    assert kinds(findings_for(tmp_path, text)) == [("frontmatter-description", 3)]
+
+
+def test_metadata_values_must_be_strings(tmp_path):
+    text = SKILL_MD.replace('version: "1.0.0"', "version: 1.0")
+    assert kinds(findings_for(tmp_path, text)) == [("frontmatter-metadata", 5)]
+
+
+def test_line_budget(tmp_path):
+    assert ("size-budget", 500) in kinds(findings_for(tmp_path, SKILL_MD + "line\n" * 500))
+
+
+def test_token_budget(tmp_path):
+    text = SKILL_MD + ("word " * 100 + "\n") * 60
+    assert [f.kind for f in findings_for(tmp_path, text)] == ["size-budget"]
+
+
+def test_routing_target_must_exist(tmp_path):
+    text = SKILL_MD + "| later | [gone](references/gone/README.md) |\n"
+    assert kinds(findings_for(tmp_path, text)) == [("link-broken", 14)]
+
+
+def test_orphan_page(tmp_path):
+    found = findings_for(tmp_path, extra={"references/branch/lonely.md": "# Lonely\n"})
+    assert [(f.kind, f.file) for f in found] == [("orphan", "references/branch/lonely.md")]
+
+
+def test_page_two_hops_deep_is_an_orphan(tmp_path):
+    extra = {"references/branch/a.md": "# A\n\n[b](b.md)\n", "references/branch/b.md": "# B\n"}
+    found = findings_for(tmp_path, page="# Branch\n\n[a](a.md)\n", extra=extra)
+    assert [(f.kind, f.file) for f in found] == [("orphan", "references/branch/b.md")]
+
+
+def test_router_must_link_entry_pages_only(tmp_path):
+    extra = {"references/branch/deep/page.md": "# Deep\n"}
+    text = SKILL_MD + "| deep | [deep](references/branch/deep/page.md) |\n"
+    assert ("routing-depth", 0) in kinds(findings_for(tmp_path, text, extra=extra))
+
+
+def test_page_too_long(tmp_path):
+    found = findings_for(tmp_path, page="# Branch\n" + "x\n" * 300)
+    assert [(f.kind, f.file) for f in found] == [("size-budget", "references/branch/README.md")]
+
+
+def test_broken_link_in_a_page(tmp_path):
+    found = findings_for(tmp_path, page="# Branch\n\nSee [x](missing.md).\n")
+    assert kinds(found) == [("link-broken", 3)]
