@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Speed of the helper scripts against a real engine clone, beside the floor.
+
+    python3 benchmarks/bench.py check --source /path/to/vllm-omni [--repeat 5]
+    python3 benchmarks/bench.py bump --source /path/to/vllm-omni [--months 6]
+
+`check`: generates a citation for every class and function under vllm_omni/ at the pinned
+revision, then times `resolve` and `check --source` on that synthetic skill, and the floor: the
+same blobs read through one `git cat-file --batch` and each parsed once. It also times
+`check --source` on the skill's own citations, in process and as a command.
+`bump`: times `bump --dry-run` of the skill's own citations to the commit N months before the
+pinned revision and back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from omni_skill.anchors import python as py_anchors  # noqa: E402
+from omni_skill.checks import run_check  # noqa: E402
+from omni_skill.cli import main  # noqa: E402
+from omni_skill.provenance import load_provenance  # noqa: E402
+from omni_skill.source import Source  # noqa: E402
+
+PAGE_LINES = 250
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def git(source: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(source), *args], capture_output=True, text=True, check=True).stdout
+
+
+def synthetic_skill(source: Path, revision: str, dest: Path) -> int:
+    """A skill citing every unambiguous class and function under vllm_omni/."""
+    listing = git(source, "ls-tree", "-r", revision, "--", "vllm_omni")
+    labels: list[str] = []
+    for row in listing.splitlines():
+        meta, path = row.split("\t", 1)
+        if not path.endswith(".py") or meta.split()[0] != "100644":
+            continue
+        text = git(source, "cat-file", "blob", meta.split()[2])
+        try:
+            found = py_anchors.definitions(text)
+        except Exception:
+            continue
+        for name, nodes in found.items():
+            if len(nodes) == 1 and isinstance(nodes[0][1], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                labels.append(f"src:{path}::{name}")
+    pages = [labels[i : i + PAGE_LINES] for i in range(0, len(labels), PAGE_LINES)]
+    branch = dest / "references/bench"
+    branch.mkdir(parents=True)
+    entry = ["# Bench", ""] + [f"- [page {n}](p{n}.md)" for n in range(len(pages))]
+    (branch / "README.md").write_text("\n".join(entry) + "\n")
+    for n, chunk in enumerate(pages):
+        (branch / f"p{n}.md").write_text(f"# Page {n}\n\n" + "\n".join(f"[x][{label}]" for label in chunk) + "\n")
+    (dest / "SKILL.md").write_text("---\nname: vllm-omni\ndescription: bench\n---\n\n[bench](references/bench/README.md)\n")
+    return len(labels)
+
+
+def floor(source: Path, revision: str, paths: list[str]) -> None:
+    """Read the blobs in one `git cat-file --batch` and parse each once."""
+    shas = {}
+    for row in git(source, "ls-tree", "-r", revision).splitlines():
+        meta, path = row.split("\t", 1)
+        shas[path] = meta.split()[2]
+    request = "".join(f"{shas[p]}\n" for p in paths).encode()
+    out = subprocess.run(["git", "--git-dir", str(source), "cat-file", "--batch"], input=request, capture_output=True, check=True).stdout
+    stream = io.BytesIO(out)
+    for path in paths:
+        size = int(stream.readline().split()[2])
+        text = stream.read(size).decode("utf-8")
+        stream.read(1)
+        if path.endswith(".py"):
+            ast.parse(text)
+        elif path.endswith((".yaml", ".yml")):
+            import yaml
+
+            yaml.compose(text)
+        else:
+            text.splitlines()
+
+
+def quiet(argv: list[str]) -> int:
+    with redirect_stdout(io.StringIO()):
+        return main(argv)
+
+
+def cmd_check(args: argparse.Namespace) -> None:
+    source = Path(args.source)
+    provenance = load_provenance(ROOT)
+    revision = args.revision or provenance.revision
+    with tempfile.TemporaryDirectory() as tmp:
+        skill = Path(tmp) / "skill"
+        count = synthetic_skill(source, revision, skill)
+        resolve_s = best(lambda: quiet(["resolve", "--root", str(skill), "--source", str(source), "--revision", revision]), args.repeat)
+        index = json.loads((skill / "evidence/index.json").read_text())
+        paths = sorted({r["path"] for r in index["records"]})
+
+        def check_once() -> None:
+            py_anchors.definitions.cache_clear()
+            run_check(skill, Source(source, revision), installed=False)
+
+        check_s = best(check_once, args.repeat)
+        floor_s = best(lambda: floor(source, revision, paths), args.repeat)
+        cli = [sys.executable, str(ROOT / "scripts/omni-skill"), "check", "--root", str(skill), "--source", str(source)]
+        cli_s = best(lambda: subprocess.run(cli, capture_output=True), max(1, args.repeat // 2))
+    own = [sys.executable, str(ROOT / "scripts/omni-skill"), "check", "--root", str(ROOT), "--source", str(source)]
+    own_cli_s = best(lambda: subprocess.run(own, capture_output=True), args.repeat)
+    own_index = json.loads((ROOT / "evidence/index.json").read_text())
+
+    def own_check() -> None:
+        py_anchors.definitions.cache_clear()
+        run_check(ROOT, Source(source, provenance.revision), installed=False)
+
+    own_s = best(own_check, args.repeat)
+    print(f"synthetic skill: {count} citations in {len(paths)} files at {revision[:12]}")
+    print(f"  resolve (in process)           {resolve_s:7.3f} s")
+    print(f"  check --source (in process)    {check_s:7.3f} s")
+    print(f"  floor: cat-file --batch + parse {floor_s:6.3f} s")
+    print(f"  ratio check / floor            {check_s / floor_s:7.2f}x")
+    print(f"  check --source (command)       {cli_s:7.3f} s")
+    print(f"skill's own citations: {len(own_index['records'])} in {len({r['path'] for r in own_index['records']})} files")
+    print(f"  check --source (in process)    {own_s:7.3f} s")
+    print(f"  check --source (command)       {own_cli_s:7.3f} s")
+
+
+def cmd_bump(args: argparse.Namespace) -> None:
+    source = Path(args.source)
+    provenance = load_provenance(ROOT)
+    pinned = provenance.revision
+    date = git(source, "show", "-s", "--format=%cI", pinned).strip()
+    before = git(source, "rev-list", "-1", f"--before={date} -{args.months} months".replace(" -", " "), pinned).strip()
+    if not before:
+        before = git(source, "rev-list", "-1", f"--before={args.months} months ago", pinned).strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        skill = Path(tmp) / "skill"
+        shutil.copytree(ROOT, skill, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "benchmarks"))
+        argv = ["bump", "--root", str(skill), "--source", str(source), "--to", before, "--dry-run", "--format", "json"]
+        out = io.StringIO()
+        start = time.perf_counter()
+        with redirect_stdout(out):
+            main(argv)
+        elapsed = time.perf_counter() - start
+        report = json.loads(out.getvalue())
+        cli = [sys.executable, str(ROOT / "scripts/omni-skill"), *argv]
+        cli_s = best(lambda: subprocess.run(cli, capture_output=True), 3)
+    span = git(source, "show", "-s", "--format=%cI", before).strip()
+    print(f"bump --dry-run {pinned[:12]} ({date}) -> {before[:12]} ({span})")
+    print(f"  counts: {report['counts']}")
+    print(f"  in process {elapsed:.3f} s; as a command (best of 3) {cli_s:.3f} s")
+
+
+def main_bench() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    check = sub.add_parser("check")
+    check.add_argument("--source", required=True)
+    check.add_argument("--revision")
+    check.add_argument("--repeat", type=int, default=3)
+    bump = sub.add_parser("bump")
+    bump.add_argument("--source", required=True)
+    bump.add_argument("--months", type=int, default=6)
+    args = parser.parse_args()
+    {"check": cmd_check, "bump": cmd_bump}[args.what](args)
+
+
+if __name__ == "__main__":
+    main_bench()
