@@ -9,10 +9,11 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from .anchors import AnchorError, python
+from .anchors import AnchorError, Span, fingerprint, locate, python
+from .anchors.yaml_keys import LOADER
 from .claims import NoDefault, NotLiteral, same_value, source_default
 from .errors import Finding, sort_findings
-from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, load_index, permalink, schema_json
+from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .resolve import Unresolved, resolve_label
@@ -224,7 +225,7 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
     records = index.by_label() if index else {}
     for rel in eval_files(root):
         try:
-            data = yaml.safe_load(read_text(root, rel))
+            data = yaml.load(read_text(root, rel), Loader=LOADER)
             evals = EvalFile.model_validate(data)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
@@ -263,9 +264,33 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
     return findings
 
 
+def holds(record: EvidenceRecord, source: Source) -> bool:
+    """The fast proof for a record whose file is unchanged: same blob, the fingerprint of the
+    recorded span, and the anchor found at that span (Python: from the span and its enclosing
+    lines; other kinds: located in full). Anything else is decided by a full resolve."""
+    entry = source.entry(record.path)
+    if entry is None or entry.sha != record.blob:
+        return False
+    try:
+        lines = source.lines(record.path)
+    except BlobError:
+        return False
+    span = Span(record.start, record.end)
+    if record.end > max(1, len(lines)) or fingerprint(lines, span) != record.fingerprint:
+        return False
+    if record.kind == "python":
+        return python.verify_at(lines, record.anchor, span)
+    try:
+        return locate(parse_label(record.label), source.text(record.path)) == span
+    except AnchorError:
+        return False
+
+
 def check_records(index: EvidenceIndex, source: Source) -> list[Finding]:
     findings: list[Finding] = []
     for record in index.records:
+        if holds(record, source):
+            continue
         where = record.uses[0] if record.uses else None
         file, line = (where.file, where.line) if where else (INDEX_PATH, 0)
         result = resolve_label(record.label, source)
@@ -298,7 +323,8 @@ def _claimed_node(label_text: str, source: Source) -> ast.AST | yaml.Node:
     label = parse_label(label_text)
     text = source.text(label.path)
     if label.kind == "python":
-        return python.find(text, label.anchor)[1]
+        quick = python.quick_find(source.lines(label.path), label.anchor)
+        return quick[1] if quick else python.find(text, label.anchor)[1]
     if label.kind == "yaml":
         from .anchors.yaml_keys import node_at
 
@@ -373,6 +399,8 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
         if not ref.names:
             continue
         name = ".".join(ref.names)
+        if python.quick_find(source.lines(ref.path), name):
+            continue
         try:
             defined = python.definitions(text)
         except AnchorError as exc:

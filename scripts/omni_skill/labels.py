@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 PREFIX = "src:"
 LINE_RANGE = re.compile(r"^L(\d+)(?:-L(\d+))?$")
@@ -126,15 +128,31 @@ class MarkdownLabels:
 
 
 _md = MarkdownIt("commonmark")
+_blocks = MarkdownIt("commonmark").disable("inline")
 
 
-def code_lines(source: str) -> set[int]:
+@lru_cache(maxsize=64)
+def markdown_tokens(source: str) -> list[Token]:
+    """Block-level markdown-it tokens of a Markdown text (inline content left unparsed; see
+    `inline_tokens`), parsed once per text. Citation definition lines are blanked first (line
+    numbers stay): they are read with DEF_RE, and they are most of the parsing cost."""
+    lines = source.split("\n")
+    return _blocks.parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
+
+
+def inline_tokens(content: str) -> list[Token]:
+    """markdown-it inline tokens of one block's inline content."""
+    return _md.parseInline(content)[0].children or []
+
+
+@lru_cache(maxsize=64)
+def code_lines(source: str) -> frozenset[int]:
     """0-based line numbers that are inside fenced or indented code blocks or HTML blocks."""
     lines: set[int] = set()
-    for token in _md.parse(source):
+    for token in markdown_tokens(source):
         if token.type in ("fence", "code_block", "html_block") and token.map:
             lines.update(range(token.map[0], token.map[1]))
-    return lines
+    return frozenset(lines)
 
 
 def scan_markdown(rel: str, source: str) -> MarkdownLabels:

@@ -44,7 +44,7 @@ def resolve_label(label_text: str, source: Source) -> EvidenceRecord | Unresolve
         start=span.start,
         end=span.end,
         blob=entry.sha,
-        fingerprint=fingerprint(text.splitlines(), span),
+        fingerprint=fingerprint(source.lines(label.path), span),
         uses=[],
     )
 

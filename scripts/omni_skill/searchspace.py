@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .anchors.yaml_keys import LOADER
 from .errors import Finding
 
 SEARCH_SPACE_PATH = "references/architecture-search/search-space.yaml"
@@ -69,7 +70,7 @@ def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
     if not path.exists():
         return None, []
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
     except yaml.YAMLError:
         return None, []  # reported by the data-file scan with its line
     try:

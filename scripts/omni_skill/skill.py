@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from .anchors.yaml_keys import LOADER
 from .errors import Finding
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
 
@@ -82,13 +83,17 @@ def _construct(node: yaml.Node) -> Any:
 
 def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, Finding | None]:
     try:
+        return yaml.compose(read_text(root, rel), Loader=LOADER), None
+    except yaml.YAMLError:
+        pass
+    except UnicodeDecodeError:
+        return None, Finding(kind="yaml-invalid", file=rel, message="not valid UTF-8")
+    try:  # the pure-Python parser words its errors the same on every machine
         return yaml.compose(read_text(root, rel), Loader=yaml.SafeLoader), None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return None, Finding(kind="yaml-invalid", file=rel, line=mark.line + 1 if mark else 0, message=problem)
-    except UnicodeDecodeError:
-        return None, Finding(kind="yaml-invalid", file=rel, message="not valid UTF-8")
 
 
 def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:

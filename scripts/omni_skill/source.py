@@ -71,6 +71,7 @@ class Source:
         self.commit = self.resolve(revision)
         self._tree: dict[str, TreeEntry] | None = None
         self._texts: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
 
     def git(self, *args: str) -> str:
         config: list[str] = []
@@ -133,6 +134,12 @@ class Source:
             raise BlobError("is not valid UTF-8") from None
         self._texts[path] = text
         return text
+
+    def lines(self, path: str) -> list[str]:
+        """The file's lines at the revision (cached)."""
+        if path not in self._lines:
+            self._lines[path] = self.text(path).splitlines()
+        return self._lines[path]
 
     def close(self) -> None:
         self.repo.close()

@@ -11,6 +11,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from .errors import Finding
+from .labels import inline_tokens, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 
 ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
@@ -158,17 +159,14 @@ def local_links(text: str) -> list[tuple[int, str]]:
                 return index + 1
         return block[0] + 1
 
-    def walk(tokens: list[Any], block: tuple[int, int]) -> None:
-        for token in tokens:
-            here = (token.map[0], token.map[1]) if token.map else block
+    for block in markdown_tokens(text):
+        if block.type != "inline" or "](" not in block.content or not block.map:
+            continue
+        for token in inline_tokens(block.content):
             if token.type == "link_open":
                 href = str(token.attrGet("href") or "")
                 if href and not re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", href, re.IGNORECASE):
-                    found.append((line_of(href, here), href.split("#", 1)[0]))
-            if token.children:
-                walk(token.children, here)
-
-    walk(_md.parse(text), (0, len(lines)))
+                    found.append((line_of(href, (block.map[0], block.map[1])), href.split("#", 1)[0]))
     return found
 
 

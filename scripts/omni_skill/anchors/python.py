@@ -9,6 +9,7 @@ anchor picks one with a 1-based `#n` suffix in source order.
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 
 from . import AnchorError, Span
@@ -87,3 +88,119 @@ def find(text: str, anchor: str) -> tuple[Span, ast.AST]:
 
 def locate(text: str, anchor: str) -> Span:
     return find(text, anchor)[0]
+
+
+TRANSPARENT = re.compile(r"^(if|elif|else|try|except|finally|with|async\s+with)\b")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+LONG_BLOCK = 30
+
+
+def _parses_as(block: list[str], margin: int, leaf: str) -> bool:
+    """The lines parse as exactly one statement, spanning all of them, that defines `leaf`."""
+    if any(line.strip() and _indent(line) < margin for line in block):
+        return False
+    try:
+        module = ast.parse("\n".join(line[margin:] for line in block))
+    except SyntaxError:
+        return False
+    return len(module.body) == 1 and _span(module.body[0]) == Span(1, len(block)) and leaf in _names(module.body[0])
+
+
+def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -> bool:
+    """For a long `def`/`class` block: its head (decorators and signature) parses as the definition
+    of `leaf`, every body line is indented past the margin, and the block ends exactly where the
+    next statement at its margin or above starts. Anything unusual answers False (parse instead)."""
+    definition = re.compile(rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(leaf)}\b")
+    head = span.start - 1
+    if lines[head].strip().startswith("@"):  # decorators, possibly over several lines
+        head = next((i for i in range(head, min(head + 30, span.end)) if definition.match(lines[i])), span.end)
+    if head >= span.end or not definition.match(lines[head]) or _indent(lines[head]) != margin:
+        return False
+    for stop in range(head, min(head + 40, span.end - 1)):
+        stub = lines[span.start - 1 : stop + 1] + [" " * (margin + 4) + "pass"]
+        if _parses_as(stub, margin, leaf):
+            break
+    else:
+        return False
+    body = [line for line in lines[stop + 1 : span.end] if line.strip() and not line.lstrip().startswith("#")]
+    if not body or not lines[span.end - 1].strip() or any(_indent(line) <= margin for line in body):
+        return False
+    for later in range(span.end, len(lines)):
+        text = lines[later]
+        if text.strip() and not text.lstrip().startswith("#"):
+            return _indent(text) <= margin
+    return True
+
+
+def verify_at(lines: list[str], anchor: str, span: Span) -> bool:
+    """True when the lines of `span` are the definition `anchor` names, judged from the span and the
+    lines above it without parsing the whole module. False means "not proven": resolve in full."""
+    name, nth = split_occurrence(anchor)
+    if nth is not None or span.end > len(lines):
+        return False
+    block = lines[span.start - 1 : span.end]
+    margin = _indent(block[0])
+    parts = name.split(".")
+    long_definition = len(block) > LONG_BLOCK and block[0].lstrip().startswith(("@", "def ", "async ", "class "))
+    if long_definition:
+        if not _block_is_definition(lines, span, parts[-1], margin):
+            return False
+    elif not _parses_as(block, margin, parts[-1]):
+        return False
+    scopes = parts[:-1]
+    level = margin
+    for index in range(span.start - 2, -1, -1):
+        if level == 0:
+            break
+        line = lines[index]
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "@", ")", "]", "}")) or _indent(line) >= level:
+            continue  # blank, comment, decorator, the close of a multi-line header, or deeper
+        level = _indent(line)
+        if TRANSPARENT.match(stripped):
+            continue
+        match = re.match(r"^class\s+([A-Za-z_]\w*)\b", stripped)
+        if not match or not scopes or match.group(1) != scopes[-1]:
+            return False
+        scopes.pop()
+    return not scopes and level == 0
+
+
+def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
+    """Find a definition by scanning for its name and proving each candidate with `verify_at`,
+    without parsing the module. None when not exactly one candidate is proven."""
+    name, nth = split_occurrence(anchor)
+    if nth is not None:
+        return None
+    leaf = re.escape(name.rsplit(".", 1)[-1])
+    pattern = re.compile(rf"^\s*(?:(?:async\s+)?def|class)\s+{leaf}\b|^\s*{leaf}\s*(?::|=(?!=))")
+    found: list[tuple[Span, ast.stmt]] = []
+    for index, line in enumerate(lines):
+        if not pattern.match(line):
+            continue
+        indent = _indent(line)
+        start = index + 1
+        while start > 1 and lines[start - 2].strip().startswith("@") and _indent(lines[start - 2]) == indent:
+            start -= 1
+        end = index + 1
+        for later in range(index + 1, len(lines)):
+            text = lines[later]
+            if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= indent:
+                if not text.strip().startswith((")", "]", "}")):
+                    break
+            end = later + 1
+        while end > index + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1
+        for stop in range(end, index, -1):  # a statement may end before the next one starts
+            if verify_at(lines, anchor, Span(start, stop)):
+                block = lines[start - 1 : stop]
+                margin = _indent(block[0])
+                node = ast.parse("\n".join(text[margin:] for text in block)).body[0]
+                found.append((Span(start, stop), node))
+                break
+    return found[0] if len(found) == 1 else None
