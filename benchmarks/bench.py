@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from contextlib import redirect_stdout
+from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +75,9 @@ def synthetic_skill(source: Path, revision: str, dest: Path) -> int:
     (branch / "README.md").write_text("\n".join(entry) + "\n")
     for n, chunk in enumerate(pages):
         (branch / f"p{n}.md").write_text(f"# Page {n}\n\n" + "\n".join(f"[x][{label}]" for label in chunk) + "\n")
-    (dest / "SKILL.md").write_text("---\nname: vllm-omni\ndescription: bench\n---\n\n[bench](references/bench/README.md)\n")
+    (dest / "SKILL.md").write_text(
+        "---\nname: vllm-omni\ndescription: bench\n---\n\n[bench](references/bench/README.md)\n"
+    )
     return len(labels)
 
 
@@ -85,7 +88,9 @@ def floor(source: Path, revision: str, paths: list[str]) -> None:
         meta, path = row.split("\t", 1)
         shas[path] = meta.split()[2]
     request = "".join(f"{shas[p]}\n" for p in paths).encode()
-    out = subprocess.run(["git", "--git-dir", str(source), "cat-file", "--batch"], input=request, capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "--git-dir", str(source), "cat-file", "--batch"], input=request, capture_output=True, check=True
+    ).stdout
     stream = io.BytesIO(out)
     for path in paths:
         size = int(stream.readline().split()[2])
@@ -113,7 +118,10 @@ def cmd_check(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         skill = Path(tmp) / "skill"
         count = synthetic_skill(source, revision, skill)
-        resolve_s = best(lambda: quiet(["resolve", "--root", str(skill), "--source", str(source), "--revision", revision]), args.repeat)
+        resolve_s = best(
+            lambda: quiet(["resolve", "--root", str(skill), "--source", str(source), "--revision", revision]),
+            args.repeat,
+        )
         index = json.loads((skill / "evidence/index.json").read_text())
         paths = sorted({r["path"] for r in index["records"]})
 
@@ -140,7 +148,9 @@ def cmd_check(args: argparse.Namespace) -> None:
     print(f"  floor: cat-file --batch + parse {floor_s:6.3f} s")
     print(f"  ratio check / floor            {check_s / floor_s:7.2f}x")
     print(f"  check --source (command)       {cli_s:7.3f} s")
-    print(f"skill's own citations: {len(own_index['records'])} in {len({r['path'] for r in own_index['records']})} files")
+    print(
+        f"skill's own citations: {len(own_index['records'])} in {len({r['path'] for r in own_index['records']})} files"
+    )
     print(f"  check --source (in process)    {own_s:7.3f} s")
     print(f"  check --source (command)       {own_cli_s:7.3f} s")
 
@@ -150,12 +160,13 @@ def cmd_bump(args: argparse.Namespace) -> None:
     provenance = load_provenance(ROOT)
     pinned = provenance.revision
     date = git(source, "show", "-s", "--format=%cI", pinned).strip()
-    before = git(source, "rev-list", "-1", f"--before={date} -{args.months} months".replace(" -", " "), pinned).strip()
-    if not before:
-        before = git(source, "rev-list", "-1", f"--before={args.months} months ago", pinned).strip()
+    cutoff = datetime.fromisoformat(date) - timedelta(days=round(args.months * 30.44))
+    before = git(source, "rev-list", "-1", f"--before={cutoff.isoformat()}", pinned).strip()
     with tempfile.TemporaryDirectory() as tmp:
         skill = Path(tmp) / "skill"
-        shutil.copytree(ROOT, skill, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "benchmarks"))
+        shutil.copytree(
+            ROOT, skill, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "benchmarks")
+        )
         argv = ["bump", "--root", str(skill), "--source", str(source), "--to", before, "--dry-run", "--format", "json"]
         out = io.StringIO()
         start = time.perf_counter()

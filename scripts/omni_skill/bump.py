@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from git.exc import GitCommandError
 from pydantic import BaseModel, Field
 
-from .anchors import python
+from .anchors import AnchorError, python
 from .errors import Finding
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
 from .labels import LINE_RANGE, Label, escape, heading_at, parse_label
@@ -87,10 +89,19 @@ def _old_text(record: EvidenceRecord, old: Source | None) -> list[str] | None:
         return None
 
 
+CHAR_LEVEL_LIMIT = 1200  # characters; above this, similarity is measured over lines
+
+
+def _ratio(a: list[str], b: list[str]) -> float:
+    """difflib's similarity: by characters for short texts, by lines for long ones (quadratic cost)."""
+    left, right = "\n".join(a), "\n".join(b)
+    if len(left) + len(right) <= CHAR_LEVEL_LIMIT:
+        return difflib.SequenceMatcher(None, left, right, autojunk=False).ratio()
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
 def _similarity(a: list[str] | None, b: list[str]) -> float | None:
-    if a is None:
-        return None
-    return round(difflib.SequenceMatcher(None, "\n".join(a), "\n".join(b), autojunk=False).ratio(), 3)
+    return None if a is None else round(_ratio(a, b), 3)
 
 
 def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None) -> tuple[int, int, float] | None:
@@ -105,12 +116,25 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
         return nearest + 1, nearest + width, 1.0
     if old_lines is None:
         return None
-    old = "\n".join(old_lines)
-    scored = []
-    for i in range(max(1, len(lines) - width + 1)):
-        ratio = difflib.SequenceMatcher(None, old, "\n".join(lines[i : i + width]), autojunk=False).ratio()
-        scored.append((ratio, i))
-    scored.sort(reverse=True)
+    wanted = set(old_lines)
+    shared = [sum(1 for line in lines[i : i + width] if line in wanted) for i in range(max(1, len(lines) - width + 1))]
+    best_shared = max(shared, default=0)
+    if best_shared == 0:
+        return None
+    # Only windows that share nearly as many lines as the best one are compared in full.
+    old_text = "\n".join(old_lines)
+    matchers = []
+    for i in sorted(range(len(shared)), key=lambda i: -shared[i])[:30]:
+        matcher = difflib.SequenceMatcher(None, old_text, "\n".join(lines[i : i + width]), autojunk=False)
+        matchers.append((matcher.quick_ratio(), i, matcher))
+    # quick_ratio bounds ratio from above: only the windows that could still win are compared in full.
+    matchers.sort(key=lambda item: -item[0])
+    scored: list[tuple[float, int]] = []
+    for bound, i, matcher in matchers:
+        if len(scored) >= 2 and bound < scored[1][0]:
+            break
+        scored.append((matcher.ratio(), i))
+        scored.sort(reverse=True)
     if not scored or scored[0][0] < LINE_MATCH_FLOOR:
         return None
     if len(scored) > 1 and scored[1][0] == scored[0][0]:
@@ -119,46 +143,92 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
     return i + 1, i + width, round(ratio, 3)
 
 
+_RENAMES: dict[tuple[str, str], dict[str, str]] = {}
+
+
 def _renamed_to(source: Source, old_revision: str | None, path: str) -> str | None:
+    """Where git's rename detection says a file went between the two revisions (one diff per pair)."""
     if old_revision is None:
         return None
-    try:
-        output = source.git("diff", "--name-status", "-M", "--no-ext-diff", old_revision, source.commit, "--", ".")
-    except Exception:
-        return None
-    for row in output.splitlines():
-        parts = row.split("\t")
-        if len(parts) == 3 and parts[0].startswith("R") and parts[1] == path:
-            return parts[2]
-    return None
-
-
-def _defining_files(source: Source, label: Label) -> list[str]:
-    """Python files at the new revision that define the label's qualified name."""
-    name, _ = python.split_occurrence(label.anchor)
-    leaf = name.rsplit(".", 1)[-1]
-    try:
-        listing = source.git(
-            "grep", "-l", "-E", rf"^\s*(async def|def|class) {leaf}\b|^\s*{leaf}\s*[:=]", source.commit, "--", "*.py"
-        )
-    except Exception:
-        return []
-    files = []
-    for row in listing.splitlines():
-        path = row.split(":", 1)[1] if ":" in row else row
-        if path == label.path:
-            continue
+    key = (old_revision, source.commit)
+    if key not in _RENAMES:
+        renames: dict[str, str] = {}
         try:
-            if name in python.definitions(source.text(path)):
-                files.append(path)
-        except Exception:
+            output = source.git(
+                "diff", "--name-status", "-M", "--no-ext-diff", "--no-textconv", old_revision, source.commit
+            )
+        except GitCommandError:
+            output = ""
+        for row in output.splitlines():
+            parts = row.split("\t")
+            if len(parts) == 3 and parts[0].startswith("R"):
+                renames[parts[1]] = parts[2]
+        _RENAMES[key] = renames
+    return _RENAMES[key].get(path)
+
+
+def _defines(source: Source, path: str, name: str) -> bool:
+    """Whether the module defines `name`, parsed in full (when scanning could not prove it)."""
+    leaf = name.rsplit(".", 1)[-1]
+    if not any(leaf in line for line in source.lines(path)):
+        return False
+    try:
+        return name in python.definitions(source.text(path))
+    except AnchorError:
+        return False
+
+
+def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
+    """Python files at the source's revision that define each qualified name: one `git grep` for
+    the top-level names of all of them, then each matching file parsed once."""
+    if not names:
+        return {}
+    tops = sorted({name.split(".", 1)[0] for name in names})
+    alternatives = "|".join(re.escape(top) for top in tops)
+    pattern = rf"^\s*((async\s+)?def|class)\s+({alternatives})\b|^\s*({alternatives})\s*[:=]"
+    try:
+        listing = source.git("grep", "-l", "-E", pattern, source.commit, "--", "*.py")
+    except GitCommandError:
+        return {}  # git grep exits 1 when nothing matches
+    found: dict[str, list[str]] = {}
+    for row in sorted(listing.splitlines()):
+        path = row.split(":", 1)[1] if ":" in row else row
+        try:
+            text, lines = source.text(path), source.lines(path)
+        except (KeyError, BlobError):
             continue
-    return sorted(files)
+        for name in names:
+            if any(part not in text for part in name.split(".")):
+                continue
+            if python.quick_find(lines, name) or _defines(source, path, name):
+                found.setdefault(name, []).append(path)
+    return found
 
 
-def classify(record: EvidenceRecord, new: Source, old: Source | None, old_revision: str | None) -> Classified:
+def classify(
+    record: EvidenceRecord,
+    new: Source,
+    old: Source | None,
+    old_revision: str | None,
+    definers: dict[str, list[str]] | None = None,
+) -> Classified:
     label = parse_label(record.label)
     old_span = _span(record.start, record.end)
+    entry_now = new.entry(label.path)
+    if entry_now is not None and entry_now.sha == record.blob:
+        # The same blob is the same text: resolution is a function of the text, so nothing moved.
+        unchanged = record.model_copy(update={"uses": []})
+        return Classified(
+            BumpEntry(
+                label=record.label,
+                status="unchanged",
+                new_label=record.label,
+                old_span=old_span,
+                new_span=old_span,
+                similarity=1.0,
+            ),
+            unchanged,
+        )
     old_lines = _old_text(record, old)
 
     def entry(
@@ -199,7 +269,7 @@ def classify(record: EvidenceRecord, new: Source, old: Source | None, old_revisi
         start, end, ratio = found
         anchor = f"L{start}-L{end}" if start != end else f"L{start}"
         new_label = Label(path, anchor).text
-        result = resolve_label(new_label, new)
+        result = resolve_label(new_label, new, quick=True)
         assert not isinstance(result, Unresolved)
         status: Status = (
             "changed"
@@ -212,7 +282,7 @@ def classify(record: EvidenceRecord, new: Source, old: Source | None, old_revisi
         )
         return Classified(entry(status, new_label=new_label, new_span=_span(start, end), similarity=ratio), result)
 
-    result = resolve_label(record.label, new)
+    result = resolve_label(record.label, new, quick=True)
     if isinstance(result, Unresolved):
         if result.kind == "anchor-ambiguous":
             return Classified(entry("missing", note=result.message), None)
@@ -223,12 +293,12 @@ def classify(record: EvidenceRecord, new: Source, old: Source | None, old_revisi
         if label.kind == "python":
             candidates += [
                 Label(p, label.anchor).text
-                for p in _defining_files(new, label)
-                if Label(p, label.anchor).text not in candidates
+                for p in (definers or {}).get(python.split_occurrence(label.anchor)[0], [])
+                if p != label.path and Label(p, label.anchor).text not in candidates
             ]
         identical = []
         for candidate in candidates:
-            moved = resolve_label(candidate, new)
+            moved = resolve_label(candidate, new, quick=True)
             if isinstance(moved, EvidenceRecord) and moved.fingerprint == record.fingerprint:
                 identical.append((candidate, moved))
         if len(candidates) == 1 and len(identical) == 1:
@@ -278,9 +348,18 @@ def use_contexts(root: Path, uses: list[UsePlace]) -> list[UseContext]:
 
 def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | None) -> list[Classified]:
     old_revision = old.commit if old else None
+    wanted: set[str] = set()
+    for record in index.records:
+        entry = new.entry(record.path)
+        if record.kind != "python" or (entry is not None and entry.sha == record.blob):
+            continue
+        result = resolve_label(record.label, new, quick=True)
+        if isinstance(result, Unresolved) and result.kind in ("path-missing", "anchor-missing"):
+            wanted.add(python.split_occurrence(record.anchor)[0])
+    definers = defining_files(new, wanted)
     results = []
     for record in index.records:
-        classified = classify(record, new, old, old_revision)
+        classified = classify(record, new, old, old_revision, definers)
         classified.entry.uses = use_contexts(root, record.uses)
         results.append(classified)
     return results

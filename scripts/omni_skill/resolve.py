@@ -22,8 +22,10 @@ class Unresolved:
     message: str
 
 
-def resolve_label(label_text: str, source: Source) -> EvidenceRecord | Unresolved:
-    """The record of one label at the source's revision (without uses), or why it fails."""
+def resolve_label(label_text: str, source: Source, quick: bool = False) -> EvidenceRecord | Unresolved:
+    """The record of one label at the source's revision (without uses), or why it fails.
+    `quick` (bump, drift): Python definitions are found without parsing whole modules when a
+    single candidate can be proven from its own lines; otherwise the module is parsed."""
     label = parse_label(label_text)
     entry = source.entry(label.path)
     if entry is None:
@@ -33,7 +35,7 @@ def resolve_label(label_text: str, source: Source) -> EvidenceRecord | Unresolve
     except BlobError as exc:
         return Unresolved("file-unreadable", f"{label.path} {exc}")
     try:
-        span = locate(label, text)
+        span = locate(label, text, quick)
     except AnchorError as exc:
         return Unresolved(f"anchor-{exc.kind}", f"{label.path}: {exc}")
     return EvidenceRecord(

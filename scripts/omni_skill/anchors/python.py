@@ -141,20 +141,25 @@ def verify_at(lines: list[str], anchor: str, span: Span) -> bool:
     """True when the lines of `span` are the definition `anchor` names, judged from the span and the
     lines above it without parsing the whole module. False means "not proven": resolve in full."""
     name, nth = split_occurrence(anchor)
-    if nth is not None or span.end > len(lines):
+    if nth is not None or span.end > len(lines) or span.start < 1:
         return False
     block = lines[span.start - 1 : span.end]
     margin = _indent(block[0])
     parts = name.split(".")
+    if not _in_scopes(lines, span.start, margin, parts[:-1]):
+        return False
     long_definition = len(block) > LONG_BLOCK and block[0].lstrip().startswith(("@", "def ", "async ", "class "))
     if long_definition:
-        if not _block_is_definition(lines, span, parts[-1], margin):
-            return False
-    elif not _parses_as(block, margin, parts[-1]):
-        return False
-    scopes = parts[:-1]
+        return _block_is_definition(lines, span, parts[-1], margin)
+    return _parses_as(block, margin, parts[-1])
+
+
+def _in_scopes(lines: list[str], start: int, margin: int, scopes: list[str]) -> bool:
+    """The line `start` (1-based, at indentation `margin`) sits directly in the classes `scopes`
+    (outermost first), with only if/try/with blocks between, judged from the lines above it."""
+    scopes = list(scopes)
     level = margin
-    for index in range(span.start - 2, -1, -1):
+    for index in range(start - 2, -1, -1):
         if level == 0:
             break
         line = lines[index]
@@ -171,6 +176,23 @@ def verify_at(lines: list[str], anchor: str, span: Span) -> bool:
     return not scopes and level == 0
 
 
+def _decorators_start(lines: list[str], index: int, indent: int) -> int:
+    """0-based first line of the decorators above the definition at `index` (itself if none);
+    a decorator may run over several lines."""
+    start = index
+    k = index - 1
+    while k >= 0:
+        stripped = lines[k].strip()
+        if not stripped:
+            break
+        if _indent(lines[k]) == indent and stripped.startswith("@"):
+            start = k
+        elif not (_indent(lines[k]) > indent or (_indent(lines[k]) == indent and stripped[0] in ")]}")):
+            break
+        k -= 1
+    return start
+
+
 def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
     """Find a definition by scanning for its name and proving each candidate with `verify_at`,
     without parsing the module. None when not exactly one candidate is proven."""
@@ -184,9 +206,7 @@ def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
         if not pattern.match(line):
             continue
         indent = _indent(line)
-        start = index + 1
-        while start > 1 and lines[start - 2].strip().startswith("@") and _indent(lines[start - 2]) == indent:
-            start -= 1
+        start = _decorators_start(lines, index, indent) + 1
         end = index + 1
         for later in range(index + 1, len(lines)):
             text = lines[later]
@@ -196,11 +216,8 @@ def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
             end = later + 1
         while end > index + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
             end -= 1
-        for stop in range(end, index, -1):  # a statement may end before the next one starts
-            if verify_at(lines, anchor, Span(start, stop)):
-                block = lines[start - 1 : stop]
-                margin = _indent(block[0])
-                node = ast.parse("\n".join(text[margin:] for text in block)).body[0]
-                found.append((Span(start, stop), node))
-                break
+        if verify_at(lines, anchor, Span(start, end)):
+            block = lines[start - 1 : end]
+            node = ast.parse("\n".join(text[indent:] for text in block)).body[0]
+            found.append((Span(start, end), node))
     return found[0] if len(found) == 1 else None
