@@ -89,7 +89,7 @@ def _old_text(record: EvidenceRecord, old: Source | None) -> list[str] | None:
         return None
 
 
-CHAR_LEVEL_LIMIT = 1200  # characters; above this, similarity is measured over lines
+CHAR_LEVEL_LIMIT = 400  # characters; above this, similarity is measured over lines (difflib is quadratic)
 
 
 def _ratio(a: list[str], b: list[str]) -> float:
@@ -122,19 +122,8 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
     if best_shared == 0:
         return None
     # Only windows that share nearly as many lines as the best one are compared in full.
-    old_text = "\n".join(old_lines)
-    matchers = []
-    for i in sorted(range(len(shared)), key=lambda i: -shared[i])[:30]:
-        matcher = difflib.SequenceMatcher(None, old_text, "\n".join(lines[i : i + width]), autojunk=False)
-        matchers.append((matcher.quick_ratio(), i, matcher))
-    # quick_ratio bounds ratio from above: only the windows that could still win are compared in full.
-    matchers.sort(key=lambda item: -item[0])
-    scored: list[tuple[float, int]] = []
-    for bound, i, matcher in matchers:
-        if len(scored) >= 2 and bound < scored[1][0]:
-            break
-        scored.append((matcher.ratio(), i))
-        scored.sort(reverse=True)
+    candidates = sorted(range(len(shared)), key=lambda i: -shared[i])[:30]
+    scored = sorted(((_ratio(old_lines, lines[i : i + width]), i) for i in candidates), reverse=True)
     if not scored or scored[0][0] < LINE_MATCH_FLOOR:
         return None
     if len(scored) > 1 and scored[1][0] == scored[0][0]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -177,17 +178,22 @@ def scan_markdown(rel: str, source: str) -> MarkdownLabels:
     return MarkdownLabels(uses, definitions, malformed)
 
 
+@lru_cache(maxsize=64)
+def headings(source: str) -> tuple[tuple[int, str], ...]:
+    """(1-based line, raw title) of every ATX or setext heading, in order."""
+    tokens = markdown_tokens(source)
+    found = []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map:
+            found.append((token.map[0] + 1, tokens[index + 1].content.strip()))
+    return tuple(found)
+
+
 def heading_at(source: str, line: int) -> str:
-    """The text of the nearest Markdown heading above a 1-based line ("" when none)."""
-    skip = code_lines(source)
-    lines = source.splitlines()
-    for index in range(min(line, len(lines)) - 1, -1, -1):
-        if index in skip:
-            continue
-        match = re.match(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$", lines[index])
-        if match:
-            return match.group(2)
-    return ""
+    """The title of the nearest Markdown heading at or above a 1-based line ("" when none)."""
+    found = headings(source)
+    position = bisect.bisect_right([number for number, _ in found], line)
+    return found[position - 1][1] if position else ""
 
 
 def relative(path: Path, root: Path) -> str:

@@ -35,7 +35,7 @@ def resolve_label(label_text: str, source: Source, quick: bool = False) -> Evide
     except BlobError as exc:
         return Unresolved("file-unreadable", f"{label.path} {exc}")
     try:
-        span = locate(label, text, quick)
+        span = locate(label, text, quick, source.lines(label.path))
     except AnchorError as exc:
         return Unresolved(f"anchor-{exc.kind}", f"{label.path}: {exc}")
     return EvidenceRecord(

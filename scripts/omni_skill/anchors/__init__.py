@@ -28,7 +28,7 @@ def fingerprint(lines: list[str], span: Span) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
-def locate(label: Label, text: str, quick: bool = False) -> Span:
+def locate(label: Label, text: str, quick: bool = False, text_lines: list[str] | None = None) -> Span:
     """The span of a label's anchor in the text of its file. `quick`: for Python, first try to
     find the definition by scanning and proving it from its own lines, without parsing the module."""
     from . import lines, markdown, python, yaml_keys
@@ -39,7 +39,7 @@ def locate(label: Label, text: str, quick: bool = False) -> Span:
     if kind == "lines":
         return lines.locate(text, label.anchor)
     if kind == "python":
-        found = python.quick_find(text.splitlines(), label.anchor) if quick else None
+        found = python.quick_find(text_lines or text.splitlines(), label.anchor) if quick else None
         return found[0] if found else python.locate(text, label.anchor)
     if kind == "yaml":
         return yaml_keys.locate(text, label.anchor)

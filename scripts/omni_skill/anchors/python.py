@@ -202,8 +202,9 @@ def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
     leaf = re.escape(name.rsplit(".", 1)[-1])
     pattern = re.compile(rf"^\s*(?:(?:async\s+)?def|class)\s+{leaf}\b|^\s*{leaf}\s*(?::|=(?!=))")
     found: list[tuple[Span, ast.stmt]] = []
+    bare = name.rsplit(".", 1)[-1]
     for index, line in enumerate(lines):
-        if not pattern.match(line):
+        if bare not in line or not pattern.match(line):
             continue
         indent = _indent(line)
         start = _decorators_start(lines, index, indent) + 1
