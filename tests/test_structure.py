@@ -118,3 +118,13 @@ def test_page_too_long(tmp_path):
 def test_broken_link_in_a_page(tmp_path):
     found = findings_for(tmp_path, page="# Branch\n\nSee [x](missing.md).\n")
     assert kinds(found) == [("link-broken", 3)]
+
+
+def test_link_to_a_missing_heading(tmp_path):
+    extra = {"references/branch/a.md": "# A\n\n## Real part\n"}
+    page = "# Branch\n\n[ok](a.md#real-part) [self](#branch)\n[bad](a.md#gone) [bad self](#nope)\n"
+    found = findings_for(tmp_path, page=page, extra=extra)
+    assert [(f.kind, f.line, f.message) for f in found] == [
+        ("link-broken", 4, "no heading #gone in references/branch/a.md"),
+        ("link-broken", 4, "no heading #nope in references/branch/README.md"),
+    ]

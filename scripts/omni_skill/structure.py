@@ -6,10 +6,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 from markdown_it import MarkdownIt
 
+from .anchors.markdown import sections
 from .errors import Finding
 from .labels import inline_tokens, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
@@ -149,7 +151,8 @@ def check_frontmatter(root: Path, installed: bool) -> list[Finding]:
 
 
 def local_links(text: str) -> list[tuple[int, str]]:
-    """(1-based line, target) of every relative link in a Markdown text, without fragments."""
+    """(1-based line, href) of every relative link in a Markdown text, fragments kept
+    (`page.md#slug`, or `#slug` for the same page)."""
     lines = text.splitlines()
     found: list[tuple[int, str]] = []
 
@@ -165,8 +168,8 @@ def local_links(text: str) -> list[tuple[int, str]]:
         for token in inline_tokens(block.content):
             if token.type == "link_open":
                 href = str(token.attrGet("href") or "")
-                if href and not re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", href, re.IGNORECASE):
-                    found.append((line_of(href, (block.map[0], block.map[1])), href.split("#", 1)[0]))
+                if href and not re.match(r"^[a-z][a-z0-9+.-]*:|^/", href, re.IGNORECASE):
+                    found.append((line_of(href, (block.map[0], block.map[1])), href))
     return found
 
 
@@ -190,13 +193,18 @@ def check_routing(root: Path) -> list[Finding]:
     for rel in pages:
         targets: list[str] = []
         for line, href in local_links(read_text(root, rel)):
-            target = _target(rel, href) if href else rel
+            path, _, fragment = href.partition("#")
+            target = _target(rel, path) if path else rel
             if target is None or not (root / target).exists():
                 findings.append(
                     Finding(kind="link-broken", file=rel, line=line, message=f"link target {href!r} does not exist")
                 )
-            else:
-                targets.append(target)
+                continue
+            targets.append(target)
+            if fragment and target.endswith(".md") and unquote(fragment) not in sections(read_text(root, target)):
+                findings.append(
+                    Finding(kind="link-broken", file=rel, line=line, message=f"no heading #{fragment} in {target}")
+                )
         links[rel] = targets
     entries = [t for t in links.get(SKILL_FILE, []) if t.startswith(REFERENCES + "/")]
     for target in entries:
