@@ -15,8 +15,8 @@ import yaml
 
 from . import __version__
 from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
-from .checks import run_check
-from .errors import UsageError
+from .checks import CheckReport, run_check
+from .errors import UsageError, sort_findings
 from .index import EvidenceIndex, load_index
 from .install import AGENT_DIRS, destination, install, package
 from .installed import find_installed
@@ -161,23 +161,16 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         raise UsageError("no pinned revision yet: give --revision SHA")
     outcome = resolve(root, Source(path, revision), previous)
     if outcome.findings:
-        report_findings = outcome.findings
-        sys.stdout.write(
-            render(
-                "check",
-                {
-                    "verb": "resolve",
-                    "ok": False,
-                    "revision": outcome.index.revision,
-                    "citations": len(outcome.index.records),
-                    "files": len({r.path for r in outcome.index.records}),
-                    "ran": ["resolve"],
-                    "skipped": [],
-                    "findings": [f.model_dump() for f in report_findings],
-                },
-                args.format,
-            )
+        report = CheckReport(
+            verb="resolve",
+            root=str(root),
+            revision=outcome.index.revision,
+            findings=sort_findings(outcome.findings),
+            ran=["resolve"],
+            citations=len(outcome.index.records),
+            files=len({r.path for r in outcome.index.records}),
         )
+        sys.stdout.write(render("check", check_data(report), args.format))
         print("resolve: nothing written", file=sys.stderr)
         return 1
     if args.dry_run:
