@@ -71,8 +71,8 @@ def _span(start: int, end: int) -> str:
     return f"L{start}-L{end}" if start != end else f"L{start}"
 
 
-def _lines(text: str, start: int, end: int) -> list[str]:
-    return [line.rstrip() for line in text.splitlines()[start - 1 : end]]
+def _span_lines(source: Source, path: str, start: int, end: int) -> list[str]:
+    return [line.rstrip() for line in source.lines(path)[start - 1 : end]]
 
 
 def _digest(lines: list[str]) -> str:
@@ -84,7 +84,7 @@ def _old_text(record: EvidenceRecord, old: Source | None) -> list[str] | None:
     if old is None:
         return None
     try:
-        return _lines(old.text(record.path), record.start, record.end)
+        return _span_lines(old, record.path, record.start, record.end)
     except (KeyError, BlobError):
         return None
 
@@ -132,28 +132,36 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
     return i + 1, i + width, round(ratio, 3)
 
 
-_RENAMES: dict[tuple[str, str], dict[str, str]] = {}
-
-
-def _renamed_to(source: Source, old_revision: str | None, path: str) -> str | None:
-    """Where git's rename detection says a file went between the two revisions (one diff per pair)."""
-    if old_revision is None:
-        return None
-    key = (old_revision, source.commit)
-    if key not in _RENAMES:
-        renames: dict[str, str] = {}
-        try:
-            output = source.git(
-                "diff", "--name-status", "-M", "--no-ext-diff", "--no-textconv", old_revision, source.commit
-            )
-        except GitCommandError:
-            output = ""
-        for row in output.splitlines():
-            parts = row.split("\t")
-            if len(parts) == 3 and parts[0].startswith("R"):
-                renames[parts[1]] = parts[2]
-        _RENAMES[key] = renames
-    return _RENAMES[key].get(path)
+def renamed_paths(source: Source, old_revision: str | None, paths: set[str]) -> dict[str, str]:
+    """Where git's rename detection says each of `paths` went. Only those paths and the files
+    added since are compared, so the cost grows with what is missing, not with all history."""
+    if old_revision is None or not paths:
+        return {}
+    try:
+        added = source.git("diff", "--name-only", "--no-renames", "--diff-filter=A", "-z", old_revision, source.commit)
+        candidates = [p for p in added.split("\0") if p]
+        if not candidates:
+            return {}
+        output = source.git(
+            "diff",
+            "--name-status",
+            "-M",
+            "--no-ext-diff",
+            "--no-textconv",
+            old_revision,
+            source.commit,
+            "--",
+            *sorted(paths),
+            *candidates,
+        )
+    except GitCommandError:
+        return {}
+    renames: dict[str, str] = {}
+    for row in output.splitlines():
+        parts = row.split("\t")
+        if len(parts) == 3 and parts[0].startswith("R"):
+            renames[parts[1]] = parts[2]
+    return renames
 
 
 def _defines(source: Source, path: str, name: str) -> bool:
@@ -198,8 +206,8 @@ def classify(
     record: EvidenceRecord,
     new: Source,
     old: Source | None,
-    old_revision: str | None,
     definers: dict[str, list[str]] | None = None,
+    renames: dict[str, str] | None = None,
 ) -> Classified:
     label = parse_label(record.label)
     old_span = _span(record.start, record.end)
@@ -248,7 +256,7 @@ def classify(
             return Classified(entry("missing", note=f"{label.path} {exc}"), None)
         path = label.path
         if text is None:
-            path = _renamed_to(new, old_revision, label.path) or ""
+            path = (renames or {}).get(label.path, "")
             text = new.text(path) if path else None
         if text is None:
             return Classified(entry("missing", note=f"{label.path} is gone"), None)
@@ -276,7 +284,7 @@ def classify(
         if result.kind == "anchor-ambiguous":
             return Classified(entry("missing", note=result.message), None)
         candidates: list[str] = []
-        renamed = _renamed_to(new, old_revision, label.path)
+        renamed = (renames or {}).get(label.path)
         if renamed:
             candidates.append(Label(renamed, label.anchor).text)
         if label.kind == "python":
@@ -310,7 +318,7 @@ def classify(
             )
             return Classified(entry("relocated", candidates=candidates, note=note), None)
         return Classified(entry("missing", note=result.message), None)
-    new_lines = _lines(new.text(label.path), result.start, result.end)
+    new_lines = _span_lines(new, label.path, result.start, result.end)
     if result.fingerprint != record.fingerprint:
         return Classified(
             entry("changed", new_span=_span(result.start, result.end), similarity=_similarity(old_lines, new_lines)),
@@ -346,9 +354,10 @@ def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | No
         if isinstance(result, Unresolved) and result.kind in ("path-missing", "anchor-missing"):
             wanted.add(python.split_occurrence(record.anchor)[0])
     definers = defining_files(new, wanted)
+    renames = renamed_paths(new, old_revision, {r.path for r in index.records if new.entry(r.path) is None})
     results = []
     for record in index.records:
-        classified = classify(record, new, old, old_revision, definers)
+        classified = classify(record, new, old, definers, renames)
         classified.entry.uses = use_contexts(root, record.uses)
         results.append(classified)
     return results
