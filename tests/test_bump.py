@@ -273,3 +273,66 @@ def test_drift_installed_without_package(pinned, capsys, monkeypatch):
     monkeypatch.setattr("omni_skill.cli.find_installed", lambda: None)
     assert main(["drift", "--root", str(skill), "--installed"]) == 2
     assert "no installed vllm_omni package found" in capsys.readouterr().err
+
+
+def test_killed_bump_leaves_previous_files(pinned, tmp_path):
+    """A real SIGKILL while the new files are being written: the old files stay byte-identical."""
+    import subprocess
+    import sys
+
+    skill, path, _ = pinned
+    before = snapshot(skill)
+    rev = advance(path, {"pkg/config.py": "# one\n" + CONFIG_PY})
+    script = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / 'scripts')!r})\n"
+        "from omni_skill import writes\n"
+        "calls = []\n"
+        "def dying(fd):\n"
+        "    calls.append(fd)\n"
+        "    if len(calls) == 2:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "writes.os.fsync = dying\n"
+        "from omni_skill.cli import main\n"
+        f"main(['bump', '--root', {str(skill)!r}, '--source', {str(path)!r}, '--to', {rev!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert done.returncode == -9
+    after = snapshot(skill)
+    assert {k: v for k, v in after.items() if not k.rsplit("/", 1)[-1].startswith(".")} == before
+
+
+def test_drift_installed_from_a_git_checkout(pinned, capsys, monkeypatch, tmp_path):
+    from omni_skill.installed import InstalledEngine
+
+    skill, path, _ = pinned
+    advance(path, {"pkg/config.py": CONFIG_PY.replace("    return timeout\n", "    return 0\n")})
+    engine = InstalledEngine(location=path / "vllm_omni", version="9.9.9", git_dir=path, commit=None)
+    monkeypatch.setattr("omni_skill.cli.find_installed", lambda: engine)
+    assert main(["drift", "--root", str(skill), "--installed"]) == 1
+    out = capsys.readouterr().out
+    assert "(vllm-omni 9.9.9)" in out and "src:pkg/config.py::start" in out
+
+
+def test_drift_installed_without_a_checkout_says_what_to_pass(pinned, capsys, monkeypatch, tmp_path):
+    from omni_skill.installed import InstalledEngine
+
+    skill, _, _ = pinned
+    engine = InstalledEngine(location=tmp_path / "site-packages/vllm_omni", version="0.26.0", git_dir=None, commit=None)
+    monkeypatch.setattr("omni_skill.cli.find_installed", lambda: engine)
+    assert main(["drift", "--root", str(skill), "--installed"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a git checkout, so its commit is unknown: pass --source PATH --revision TAG" in err
+
+
+def test_find_installed_locates_a_package_without_importing_it(tmp_path, monkeypatch):
+    from omni_skill.installed import find_installed
+
+    package = tmp_path / "checkout/vllm_omni"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    git.Repo.init(tmp_path / "checkout")
+    monkeypatch.syspath_prepend(str(tmp_path / "checkout"))
+    found = find_installed()
+    assert found is not None and found.location == package.resolve()
+    assert found.git_dir == (tmp_path / "checkout").resolve()

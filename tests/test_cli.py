@@ -323,3 +323,13 @@ def test_pytest_references_must_exist(skill, engine, capsys):
     assert "test-missing: tests/test_stage.py::test_gone is not defined" in out
     assert "test-missing: test file tests/test_missing.py does not exist" in out
     assert out.count("test-missing") == 2
+
+
+def test_submodule_entry_is_a_finding(skill, engine, capsys):
+    path, _ = engine
+    repo = git.Repo(path)
+    repo.git.update_index("--add", "--cacheinfo", f"160000,{'c' * 40},vendor/lib")
+    sha = repo.index.commit("add a submodule entry").hexsha
+    write_page(skill, "# Branch\n\nSee [x][src:vendor/lib].\n")
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 1
+    assert "file-unreadable: vendor/lib is a submodule entry at the revision" in capsys.readouterr().out
