@@ -208,6 +208,7 @@ def classify(
     old: Source | None,
     definers: dict[str, list[str]] | None = None,
     renames: dict[str, str] | None = None,
+    resolved: dict[str, EvidenceRecord | Unresolved] | None = None,
 ) -> Classified:
     label = parse_label(record.label)
     old_span = _span(record.start, record.end)
@@ -279,7 +280,7 @@ def classify(
         )
         return Classified(entry(status, new_label=new_label, new_span=_span(start, end), similarity=ratio), result)
 
-    result = resolve_label(record.label, new, quick=True)
+    result = (resolved or {}).get(record.label) or resolve_label(record.label, new, quick=True)
     if isinstance(result, Unresolved):
         if result.kind == "anchor-ambiguous":
             return Classified(entry("missing", note=result.message), None)
@@ -346,18 +347,19 @@ def use_contexts(root: Path, uses: list[UsePlace]) -> list[UseContext]:
 def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | None) -> list[Classified]:
     old_revision = old.commit if old else None
     wanted: set[str] = set()
+    resolved: dict[str, EvidenceRecord | Unresolved] = {}
     for record in index.records:
         entry = new.entry(record.path)
         if record.kind != "python" or (entry is not None and entry.sha == record.blob):
             continue
-        result = resolve_label(record.label, new, quick=True)
+        result = resolved[record.label] = resolve_label(record.label, new, quick=True)
         if isinstance(result, Unresolved) and result.kind in ("path-missing", "anchor-missing"):
             wanted.add(python.split_occurrence(record.anchor)[0])
     definers = defining_files(new, wanted)
     renames = renamed_paths(new, old_revision, {r.path for r in index.records if new.entry(r.path) is None})
     results = []
     for record in index.records:
-        classified = classify(record, new, old, definers, renames)
+        classified = classify(record, new, old, definers, renames, resolved)
         classified.entry.uses = use_contexts(root, record.uses)
         results.append(classified)
     return results
