@@ -208,11 +208,11 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_search_space(args: argparse.Namespace) -> int:
     root = _root(args)
     space, findings = load_search_space(root)
+    if findings:
+        for finding in findings:
+            print(finding.one_line(), file=sys.stderr)
+        return 1
     if space is None:
-        if findings:
-            for finding in findings:
-                print(finding.one_line(), file=sys.stderr)
-            return 1
         raise UsageError(f"{root / SEARCH_SPACE_PATH}: no search space in this skill")
     chosen = select(space, args.stage_type, args.scope)
     if args.format == "json":
