@@ -437,7 +437,8 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
                     message="the published JSON Schema differs from the index model: run `omni-skill resolve`",
                 )
             )
-    findings += load_search_space(root)[1]
+    unparsed = {f.file for f in collected.findings if f.kind == "yaml-invalid"}
+    findings += [f for f in load_search_space(root)[1] if f.file not in unparsed]  # one finding per bad file
     findings += check_evals(root, index)
     skipped: list[tuple[str, str]] = []
     if source is None:

@@ -71,8 +71,10 @@ def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
         return None, []
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
-    except yaml.YAMLError:
-        return None, []  # reported by the data-file scan with its line
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 0
+        return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=line, message="not valid YAML")]
     try:
         space = SearchSpace.model_validate(data)
     except ValidationError as exc:
