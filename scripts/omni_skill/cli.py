@@ -10,16 +10,15 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from . import __version__
-from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
 from .checks import CheckReport, run_check
 from .errors import UsageError, sort_findings
 from .index import EvidenceIndex, load_index
 from .install import AGENT_DIRS, destination, install, package
-from .installed import find_installed
 from .provenance import Provenance, load_provenance
 from .report import FORMATS, check_data, render
 from .resolve import outputs, pinned, resolve, verification
@@ -27,6 +26,17 @@ from .searchspace import SEARCH_SPACE_PATH, STAGE_TYPES, load_search_space, sele
 from .skill import SKILL_FILE, find_root
 from .source import ENV_VAR, Source, open_source, source_path
 from .writes import write_files
+
+if TYPE_CHECKING:
+    from .bump import BumpReport
+    from .installed import InstalledEngine
+
+
+def find_installed() -> InstalledEngine | None:
+    """The installed engine (a module-level name so tests can stand in for it)."""
+    from .installed import find_installed as find
+
+    return find()
 
 
 def _common(parser: argparse.ArgumentParser, source: bool = True, fmt: bool = True) -> None:
@@ -240,6 +250,8 @@ def _old_source(path: Path, revision: str) -> Source | None:
 
 
 def cmd_bump(args: argparse.Namespace) -> int:
+    from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
+
     root = _root(args)
     path = source_path(args.source)
     if path is None:
@@ -287,6 +299,8 @@ def _sections(report: BumpReport) -> list[dict[str, object]]:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
+    from .bump import BumpReport, classify_all, counts
+
     root = _root(args)
     index, provenance = _pinned_state(root)
     version = ""
