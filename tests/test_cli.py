@@ -333,3 +333,10 @@ def test_submodule_entry_is_a_finding(skill, engine, capsys):
     write_page(skill, "# Branch\n\nSee [x][src:vendor/lib].\n")
     assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 1
     assert "file-unreadable: vendor/lib is a submodule entry at the revision" in capsys.readouterr().out
+
+
+def test_non_utf8_page_is_a_one_line_error(skill, capsys):
+    (skill / "references/branch/README.md").write_bytes(b"# Branch\n\xff\xfe\n")
+    assert main(["check", "--root", str(skill)]) == 2
+    err = capsys.readouterr().err
+    assert err == "omni-skill check: error: references/branch/README.md: not valid UTF-8 (byte 9)\n"

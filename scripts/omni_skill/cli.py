@@ -383,6 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"omni-skill {args.verb}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"omni-skill {args.verb}: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"omni-skill {args.verb}: interrupted; nothing was half-written", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from .anchors.yaml_keys import LOADER
-from .errors import Finding
+from .errors import Finding, UsageError
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
 
 SKILL_FILE = "SKILL.md"
@@ -46,7 +46,10 @@ def eval_files(root: Path) -> list[str]:
 
 
 def read_text(root: Path, rel: str) -> str:
-    return (root / rel).read_text(encoding="utf-8")
+    try:
+        return (root / rel).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
 
 
 @dataclass(frozen=True)
