@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _root(args: argparse.Namespace) -> Path:
     root: Path = find_root(args.root)
+    if not root.is_dir():
+        raise UsageError(f"{root}: no such folder")
     if not (root / SKILL_FILE).exists() and args.verb != "check":
         raise UsageError(f"{root}: no {SKILL_FILE} here (give --root)")
     return root
