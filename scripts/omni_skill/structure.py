@@ -11,9 +11,9 @@ from urllib.parse import unquote
 import yaml
 from markdown_it import MarkdownIt
 
-from .anchors.markdown import sections
+from .anchors.markdown import slug
 from .errors import Finding
-from .labels import inline_tokens, markdown_tokens
+from .labels import headings, inline_tokens, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 
 ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
@@ -185,6 +185,18 @@ def _target(rel: str, href: str) -> str | None:
     return "/".join(parts)
 
 
+def heading_slugs(text: str) -> set[str]:
+    """GitHub anchors of a skill page's headings (repeats get -1, -2 …), from the cached parse."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for _, title in headings(text):
+        base = slug(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title))  # a link in a heading keeps its text
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
 def check_routing(root: Path) -> list[Finding]:
     """Links resolve; every reference file is reachable within two hops of SKILL.md."""
     findings: list[Finding] = []
@@ -201,7 +213,7 @@ def check_routing(root: Path) -> list[Finding]:
                 )
                 continue
             targets.append(target)
-            if fragment and target.endswith(".md") and unquote(fragment) not in sections(read_text(root, target)):
+            if fragment and target.endswith(".md") and unquote(fragment) not in heading_slugs(read_text(root, target)):
                 findings.append(
                     Finding(kind="link-broken", file=rel, line=line, message=f"no heading #{fragment} in {target}")
                 )

@@ -121,7 +121,17 @@ def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -
         head = next((i for i in range(head, min(head + 30, span.end)) if definition.match(lines[i])), span.end)
     if head >= span.end or not definition.match(lines[head]) or _indent(lines[head]) != margin:
         return False
-    for stop in range(head, min(head + 40, span.end - 1)):
+    # The signature ends at the first line after which the brackets are balanced and a colon closes
+    # it; try that line first, then each line in turn.
+    depth, guess = 0, None
+    for index in range(head, min(head + 40, span.end - 1)):
+        code = lines[index].split("#", 1)[0].rstrip()
+        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        if depth == 0 and code.endswith(":"):
+            guess = index
+            break
+    order = ([guess] if guess is not None else []) + list(range(head, min(head + 40, span.end - 1)))
+    for stop in order:
         stub = lines[span.start - 1 : stop + 1] + [" " * (margin + 4) + "pass"]
         if _parses_as(stub, margin, leaf):
             break
