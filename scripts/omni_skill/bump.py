@@ -269,15 +269,13 @@ def classify(
         new_label = Label(path, anchor).text
         result = resolve_label(new_label, new, quick=True)
         assert not isinstance(result, Unresolved)
-        status: Status = (
-            "changed"
-            if result.fingerprint != record.fingerprint
-            else (
-                "relocated"
-                if path != label.path
-                else ("moved" if (start, end) != (record.start, record.end) else "unchanged")
-            )
-        )
+        status: Status = "unchanged"
+        if result.fingerprint != record.fingerprint:
+            status = "changed"
+        elif path != label.path:
+            status = "relocated"
+        elif (start, end) != (record.start, record.end):
+            status = "moved"
         return Classified(entry(status, new_label=new_label, new_span=_span(start, end), similarity=ratio), result)
 
     result = (resolved or {}).get(record.label) or resolve_label(record.label, new, quick=True)
