@@ -23,7 +23,7 @@ from .source import BlobError, Source
 from .structure import check_structure
 
 SOURCE_CHECKS = (
-    ("records", "every evidence record re-resolved at the pinned revision (file, blob, span, fingerprint)"),
+    ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
     ("defaults", "claimed literal defaults compared with the source"),
     ("tests", "pytest references point to test files and names that exist"),
 )
