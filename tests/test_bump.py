@@ -336,3 +336,18 @@ def test_find_installed_locates_a_package_without_importing_it(tmp_path, monkeyp
     found = find_installed()
     assert found is not None and found.location == package.resolve()
     assert found.git_dir == (tmp_path / "checkout").resolve()
+
+
+def test_skill_metadata_follows_the_pinned_revision(pinned, capsys):
+    skill, path, first = pinned
+    text = (
+        (skill / "SKILL.md")
+        .read_text()
+        .replace('  version: "1.0.0"\n', f'  version: "1.0.0"\n  engine-revision: "{"0" * 40}"\n')
+    )
+    (skill / "SKILL.md").write_text(text)
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    assert f'engine-revision: "{first}"' in (skill / "SKILL.md").read_text()
+    rev = advance(path, {"pkg/config.py": "# one\n" + CONFIG_PY})
+    assert bump_json(skill, path, rev, capsys)[0] == 0
+    assert f'engine-revision: "{rev}"' in (skill / "SKILL.md").read_text()
