@@ -351,3 +351,7 @@ def test_skill_metadata_follows_the_pinned_revision(pinned, capsys):
     rev = advance(path, {"pkg/config.py": "# one\n" + CONFIG_PY})
     assert bump_json(skill, path, rev, capsys)[0] == 0
     assert f'engine-revision: "{rev}"' in (skill / "SKILL.md").read_text()
+    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text().replace(rev, first))
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill)]) == 1
+    assert "metadata-revision" in capsys.readouterr().out

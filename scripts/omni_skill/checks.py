@@ -16,9 +16,9 @@ from .errors import Finding, sort_findings
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
-from .resolve import Unresolved, resolve_label
+from .resolve import ENGINE_REVISION_RE, Unresolved, resolve_label
 from .searchspace import EvalFile, load_search_space, validation_findings
-from .skill import REFERENCES, SkillLabels, collect, eval_files, read_text, valid_labels
+from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, read_text, valid_labels
 from .source import BlobError, Source
 from .structure import check_structure
 
@@ -130,7 +130,7 @@ def _url_problem(url: str, expected: str, provenance: Provenance) -> str:
     return f"URL is {url}, the index says {expected}"
 
 
-def check_index(collected: SkillLabels, index: EvidenceIndex, provenance: Provenance) -> list[Finding]:
+def check_index(root: Path, collected: SkillLabels, index: EvidenceIndex, provenance: Provenance) -> list[Finding]:
     """The index matches the labels in use, the definitions match the index and provenance."""
     findings: list[Finding] = []
     if index.revision != provenance.revision:
@@ -139,6 +139,16 @@ def check_index(collected: SkillLabels, index: EvidenceIndex, provenance: Proven
                 kind="index-revision",
                 file=INDEX_PATH,
                 message=f"index is at {index.revision[:12]}, provenance pins {provenance.revision[:12]}",
+            )
+        )
+    pinned_in_skill = ENGINE_REVISION_RE.search(read_text(root, SKILL_FILE)) if (root / SKILL_FILE).exists() else None
+    if pinned_in_skill and provenance.revision not in pinned_in_skill.group(0):
+        findings.append(
+            Finding(
+                kind="metadata-revision",
+                file=SKILL_FILE,
+                message=f"metadata engine-revision differs from provenance ({provenance.revision[:12]}): "
+                "run `omni-skill resolve`",
             )
         )
     if index.repository != provenance.repository:
@@ -427,7 +437,7 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
     findings += check_definitions(collected)
     if index and provenance:
         ran.append("index")
-        findings += check_index(collected, index, provenance)
+        findings += check_index(root, collected, index, provenance)
         schema = root / SCHEMA_PATH
         if not schema.exists() or schema.read_text(encoding="utf-8") != schema_json():
             findings.append(
