@@ -18,9 +18,8 @@ from git.exc import GitCommandError
 from pydantic import BaseModel, Field
 
 from .anchors import AnchorError, python
-from .errors import Finding
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
-from .labels import LINE_RANGE, Label, escape, heading_at, parse_label
+from .labels import Label, escape, heading_at, parse_label
 from .resolve import Unresolved, resolve_label
 from .skill import read_text
 from .source import BlobError, Source
@@ -366,20 +365,6 @@ def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | No
 def counts(entries: list[BumpEntry]) -> dict[str, int]:
     statuses = ("unchanged", "moved", "changed", "relocated", "missing")
     return {status: sum(1 for e in entries if e.status == status) for status in statuses}
-
-
-def is_line_range(label: str) -> bool:
-    return bool(LINE_RANGE.match(parse_label(label).anchor))
-
-
-def findings_of(report: BumpReport) -> list[Finding]:
-    return [
-        Finding(
-            kind=f"bump-{e.status}", file=u.file, line=u.line, message=f"{e.label}: {e.note or e.status}", label=e.label
-        )
-        for e in report.affected
-        for u in e.uses
-    ]
 
 
 def relabel(root: Path, renames: dict[str, str], uses: dict[str, list[UsePlace]]) -> dict[str, str]:

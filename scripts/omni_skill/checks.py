@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from .anchors import AnchorError, Span, fingerprint, locate, python
-from .anchors.yaml_keys import LOADER
+from .anchors.yaml_keys import LOADER, node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
 from .errors import Finding, sort_findings
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
@@ -336,8 +336,6 @@ def _claimed_node(label_text: str, source: Source) -> ast.AST | yaml.Node:
         quick = python.quick_find(source.lines(label.path), label.anchor)
         return quick[1] if quick else python.find(text, label.anchor)[1]
     if label.kind == "yaml":
-        from .anchors.yaml_keys import node_at
-
         return node_at(text, label.anchor)
     raise NoDefault(f"a {label.kind} citation cannot carry a default claim")
 

@@ -25,7 +25,7 @@ from .resolve import outputs, pinned, resolve, verification
 from .searchspace import SEARCH_SPACE_PATH, STAGE_TYPES, load_search_space, select
 from .skill import SKILL_FILE, find_root
 from .source import ENV_VAR, Source, open_source, source_path
-from .writes import write_files
+from .writes import changed_files, write_files
 
 if TYPE_CHECKING:
     from .bump import BumpReport
@@ -186,11 +186,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         print("resolve: nothing written", file=sys.stderr)
         return 1
     if args.dry_run:
-        changed = [
-            rel
-            for rel, text in sorted(outcome.contents.items())
-            if not (root / rel).exists() or (root / rel).read_text(encoding="utf-8") != text
-        ]
+        changed = changed_files(root, outcome.contents)
         if args.format == "json":
             print(
                 json.dumps(

@@ -6,7 +6,7 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -194,7 +194,3 @@ def heading_at(source: str, line: int) -> str:
     found = headings(source)
     position = bisect.bisect_right([number for number, _ in found], line)
     return found[position - 1][1] if position else ""
-
-
-def relative(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()

@@ -13,7 +13,6 @@ from .errors import Finding
 
 SEARCH_SPACE_PATH = "references/architecture-search/search-space.yaml"
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion", "all")
-BRANCHES = ("architecture-search", "serving-tuning", "extension-validation")
 
 
 class Setting(BaseModel):

@@ -141,9 +141,6 @@ class Source:
             self._lines[path] = self.text(path).splitlines()
         return self._lines[path]
 
-    def close(self) -> None:
-        self.repo.close()
-
 
 def open_source(arg: str | None, revision: str) -> Source | None:
     path = source_path(arg)

@@ -11,9 +11,14 @@ import tempfile
 from pathlib import Path
 
 
+def changed_files(root: Path, contents: dict[str, str]) -> list[str]:
+    """The relative paths whose content on disk differs from `contents`."""
+    return [rel for rel, text in sorted(contents.items()) if _current(root / rel) != text]
+
+
 def write_files(root: Path, contents: dict[str, str]) -> list[str]:
     """Write the files whose content changed; return their relative paths."""
-    changed = {rel: text for rel, text in sorted(contents.items()) if _current(root / rel) != text}
+    changed = {rel: contents[rel] for rel in changed_files(root, contents)}
     staged: list[tuple[Path, Path]] = []
     try:
         for rel, text in changed.items():
