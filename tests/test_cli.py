@@ -340,3 +340,23 @@ def test_non_utf8_page_is_a_one_line_error(skill, capsys):
     assert main(["check", "--root", str(skill)]) == 2
     err = capsys.readouterr().err
     assert err == "omni-skill check: error: references/branch/README.md: not valid UTF-8 (byte 9)\n"
+
+
+def test_pytest_references_in_data_files_must_exist(skill, engine, capsys):
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text() + "\nTests: [map](test-map.yaml).\n")
+    (skill / "references/branch/test-map.yaml").write_text(
+        "subsystems:\n"
+        "  - name: stage\n"
+        "    tests:\n"
+        "      - pytest: tests/test_stage.py::TestStage::test_build\n"
+        "      - pytest: tests/test_stage.py::TestStage::test_gone\n"
+        "      - pytest: tests/test_nowhere.py\n"
+    )
+    assert resolve(skill, engine) == 0
+    capsys.readouterr()
+    assert check(skill, engine) == 1
+    out = capsys.readouterr().out
+    assert "references/branch/test-map.yaml:5: test-missing: tests/test_stage.py::TestStage::test_gone is not defined" in out
+    assert "references/branch/test-map.yaml:6: test-missing: test file tests/test_nowhere.py does not exist" in out
+    assert out.count("test-missing") == 2

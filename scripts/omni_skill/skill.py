@@ -108,6 +108,9 @@ def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:
             _walk_data(rel, item, out)
     elif isinstance(node, yaml.MappingNode):
         keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        test = keys.get("pytest")
+        if isinstance(test, yaml.ScalarNode) and test.tag.endswith(":str"):
+            out.tests += _test_reference(rel, test.start_mark.line + 1, test.value)
         source = keys.get("source")
         if isinstance(source, yaml.ScalarNode) and "default" in keys:
             param = keys.get("param")
@@ -135,12 +138,18 @@ def _tests_in(rel: str, text: str) -> list[TestReference]:
         if not match:
             continue
         for word in match.group(1).split():
-            target = word.strip("'\"")
-            path, _, rest = target.partition("::")
-            if path.endswith(".py"):
-                names = tuple(re.sub(r"\[.*\]$", "", n) for n in rest.split("::")) if rest else ()
-                found.append(TestReference(rel, index + 1, path, names))
+            found += _test_reference(rel, index + 1, word)
     return found
+
+
+def _test_reference(rel: str, line: int, word: str) -> list[TestReference]:
+    """A pytest node id (`tests/x.py`, `tests/x.py::Class::test[param]`) as a test reference."""
+    target = word.strip("'\"")
+    path, _, rest = target.partition("::")
+    if not path.endswith(".py"):
+        return []
+    names = tuple(re.sub(r"\[.*\]$", "", n) for n in rest.split("::")) if rest else ()
+    return [TestReference(rel, line, path, names)]
 
 
 def collect(root: Path) -> SkillLabels:
