@@ -357,6 +357,9 @@ def test_pytest_references_in_data_files_must_exist(skill, engine, capsys):
     capsys.readouterr()
     assert check(skill, engine) == 1
     out = capsys.readouterr().out
-    assert "references/branch/test-map.yaml:5: test-missing: tests/test_stage.py::TestStage::test_gone is not defined" in out
+    assert (
+        "references/branch/test-map.yaml:5: test-missing: tests/test_stage.py::TestStage::test_gone is not defined"
+        in out
+    )
     assert "references/branch/test-map.yaml:6: test-missing: test file tests/test_nowhere.py does not exist" in out
     assert out.count("test-missing") == 2

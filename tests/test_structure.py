@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SKILL_MD, make_skill
-from omni_skill.errors import Finding
+from omni_skill.findings import Finding
 from omni_skill.structure import check_structure
 
 LINK = "\n[branch](references/branch/README.md)\n"

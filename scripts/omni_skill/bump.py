@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from git.exc import GitCommandError
 from pydantic import BaseModel, Field
 
 from .anchors import AnchorError, python
@@ -22,9 +21,10 @@ from .index import EvidenceIndex, EvidenceRecord, UsePlace
 from .labels import Label, escape, heading_at, parse_label
 from .resolve import Unresolved, resolve_label
 from .skill import read_text
-from .source import BlobError, Source
+from .source import BlobError, EngineFiles, Source
 
-Status = Literal["unchanged", "moved", "changed", "relocated", "missing"]
+Status = Literal["unchanged", "moved", "changed", "relocated", "missing", "not-shipped"]
+GIT_STATUSES = ("unchanged", "moved", "changed", "relocated", "missing")
 LINE_MATCH_FLOOR = 0.6  # below this similarity a line range counts as gone
 
 
@@ -70,7 +70,7 @@ def _span(start: int, end: int) -> str:
     return f"L{start}-L{end}" if start != end else f"L{start}"
 
 
-def _span_lines(source: Source, path: str, start: int, end: int) -> list[str]:
+def _span_lines(source: EngineFiles, path: str, start: int, end: int) -> list[str]:
     return [line.rstrip() for line in source.lines(path)[start - 1 : end]]
 
 
@@ -134,6 +134,8 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
 def renamed_paths(source: Source, old_revision: str | None, paths: set[str]) -> dict[str, str]:
     """Where git's rename detection says each of `paths` went. Only those paths and the files
     added since are compared, so the cost grows with what is missing, not with all history."""
+    from git.exc import GitCommandError
+
     if old_revision is None or not paths:
         return {}
     try:
@@ -177,6 +179,8 @@ def _defines(source: Source, path: str, name: str) -> bool:
 def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
     """Python files at the source's revision that define each qualified name: one `git grep` for
     the top-level names of all of them, then each matching file parsed once."""
+    from git.exc import GitCommandError
+
     if not names:
         return {}
     tops = sorted({name.split(".", 1)[0] for name in names})
@@ -196,14 +200,14 @@ def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
         for name in names:
             if any(part not in text for part in name.split(".")):
                 continue
-            if python.quick_find(lines, name) or _defines(source, path, name):
+            if python.quick_span(lines, name) or _defines(source, path, name):
                 found.setdefault(name, []).append(path)
     return found
 
 
 def classify(
     record: EvidenceRecord,
-    new: Source,
+    new: EngineFiles,
     old: Source | None,
     definers: dict[str, list[str]] | None = None,
     renames: dict[str, str] | None = None,
@@ -327,17 +331,19 @@ def classify(
     return Classified(entry("unchanged", new_span=old_span, similarity=1.0), result)
 
 
-def use_contexts(root: Path, uses: list[UsePlace]) -> list[UseContext]:
+def use_contexts(root: Path, index: EvidenceIndex) -> dict[str, list[UseContext]]:
+    """Every record's uses with the heading each sits under; each page is read once."""
     texts: dict[str, str] = {}
-    contexts = []
-    for use in uses:
-        if use.file not in texts:
-            try:
-                texts[use.file] = read_text(root, use.file)
-            except OSError:
-                texts[use.file] = ""
-        heading = heading_at(texts[use.file], use.line) if use.file.endswith(".md") else ""
-        contexts.append(UseContext(file=use.file, line=use.line, heading=heading))
+    contexts: dict[str, list[UseContext]] = {}
+    for record in index.records:
+        for use in record.uses:
+            if use.file not in texts:
+                try:
+                    texts[use.file] = read_text(root, use.file)
+                except OSError:
+                    texts[use.file] = ""
+            heading = heading_at(texts[use.file], use.line) if use.file.endswith(".md") else ""
+            contexts.setdefault(record.label, []).append(UseContext(file=use.file, line=use.line, heading=heading))
     return contexts
 
 
@@ -354,16 +360,16 @@ def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | No
             wanted.add(python.split_occurrence(record.anchor)[0])
     definers = defining_files(new, wanted)
     renames = renamed_paths(new, old_revision, {r.path for r in index.records if new.entry(r.path) is None})
+    contexts = use_contexts(root, index)
     results = []
     for record in index.records:
         classified = classify(record, new, old, definers, renames, resolved)
-        classified.entry.uses = use_contexts(root, record.uses)
+        classified.entry.uses = contexts.get(record.label, [])
         results.append(classified)
     return results
 
 
-def counts(entries: list[BumpEntry]) -> dict[str, int]:
-    statuses = ("unchanged", "moved", "changed", "relocated", "missing")
+def counts(entries: list[BumpEntry], statuses: tuple[str, ...] = GIT_STATUSES) -> dict[str, int]:
     return {status: sum(1 for e in entries if e.status == status) for status in statuses}
 
 

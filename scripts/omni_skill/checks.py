@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from .anchors import AnchorError, Span, fingerprint, locate, python
 from .anchors.yaml_keys import LOADER, node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
-from .errors import Finding, sort_findings
+from .findings import Finding, sort_findings
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
@@ -407,7 +407,7 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
         if not ref.names:
             continue
         name = ".".join(ref.names)
-        if python.quick_find(source.lines(ref.path), name):
+        if python.quick_span(source.lines(ref.path), name):
             continue
         try:
             defined = python.definitions(text)

@@ -7,29 +7,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
 from . import __version__
-from .checks import CheckReport, run_check
-from .errors import UsageError, sort_findings
-from .index import EvidenceIndex, load_index
-from .install import AGENT_DIRS, destination, install, package
-from .provenance import Provenance, load_provenance
-from .report import FORMATS, check_data, render
-from .resolve import outputs, pinned, resolve, verification
-from .searchspace import SEARCH_SPACE_PATH, STAGE_TYPES, load_search_space, select
-from .skill import SKILL_FILE, find_root
-from .source import ENV_VAR, Source, open_source, source_path
-from .writes import changed_files, write_files
+from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .bump import BumpReport
+    from .index import EvidenceIndex
     from .installed import InstalledEngine
+    from .provenance import Provenance
+    from .source import Source
+    from .trees import FileTree
+
+# Argument parsing needs only the standard library; each verb imports what it uses, so a verb
+# runs with only its own packages installed. tests/test_cli.py checks these copies against
+# their owners (report.FORMATS, install.AGENT_DIRS, searchspace.STAGE_TYPES, source.ENV_VAR).
+FORMATS = ("text", "json", "markdown")
+AGENTS = ("claude", "codex", "cursor")
+STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion")
+ENV_VAR = "VLLM_OMNI_SOURCE"
+RELEASES_PATH = "evidence/releases.json"
+VERSIONS_PAGE = "references/serving-tuning/versions.md"
+SKILL_FILE = "SKILL.md"
+# import name -> the distribution to install
+PACKAGES = {
+    "yaml": "pyyaml",
+    "pydantic": "pydantic",
+    "jinja2": "jinja2",
+    "markdown_it": "markdown-it-py",
+    "git": "gitpython",
+}
 
 
 def find_installed() -> InstalledEngine | None:
@@ -92,13 +104,43 @@ def build_parser() -> argparse.ArgumentParser:
 
     drift = verbs.add_parser(
         "drift",
-        help="which skill sections differ for your engine checkout or installation (read-only)",
-        description="Compare the skill's evidence with your engine: a checkout at any revision (--source, --revision) "
-        "or the installed vllm_omni package (--installed). Reads git objects only; writes nothing.",
+        help="which skill sections hold for your engine: a checkout, the installed package, a folder or a wheel",
+        description="Compare the skill's evidence with your engine and say, per skill section, whether its claims "
+        "hold. The engine is a git checkout at any revision (--source, --revision), the installed vllm_omni package "
+        "(--installed, git or not), an unpacked package or source tree (--engine-dir) or a wheel (--wheel). "
+        "Read-only; never imports the engine.",
     )
-    _common(drift)
-    drift.add_argument("--revision", default="HEAD", help="revision of your checkout (default: HEAD)")
-    drift.add_argument("--installed", action="store_true", help="use the installed vllm_omni package")
+    _common(drift, source=False)
+    _engine_options(drift)
+    drift.add_argument("--revision", default="HEAD", help="with --source: revision of your checkout (default: HEAD)")
+
+    show = verbs.add_parser(
+        "show",
+        help="print a cited span as it reads in your engine, with its status and the pinned permalink",
+        description="Print the span LABEL cites as it reads in the given engine (default: the pinned revision of "
+        f"${ENV_VAR}), with line numbers, its status against the pinned text and the pinned permalink.",
+    )
+    _common(show, source=False)
+    show.add_argument("label", help="a citation label of the skill, e.g. src:vllm_omni/x.py::Class.method")
+    _engine_options(show)
+    show.add_argument("--revision", help="with --source: the revision to read (default: the pinned one)")
+
+    rel = verbs.add_parser(
+        "releases",
+        help="compute the release matrix and the versions page from release wheels",
+        description=f"For each release wheel, each citation's status (unchanged, moved, changed, missing, "
+        f"not-shipped); writes {RELEASES_PATH}, its schema and {VERSIONS_PAGE}. Writes nothing on an error.",
+    )
+    _common(rel, source=False)
+    rel.add_argument(
+        "--wheel",
+        action="append",
+        required=True,
+        type=Path,
+        metavar="FILE_OR_DIR",
+        help="a release wheel, or a folder of them; repeat for more",
+    )
+    rel.add_argument("--dry-run", action="store_true", help="report the matrix; write nothing")
 
     inst = verbs.add_parser(
         "install",
@@ -107,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "into Claude Code's, Codex's or Cursor's skills folder, then check the installed copy.",
     )
     _common(inst, source=False)
-    inst.add_argument("--agent", choices=sorted(AGENT_DIRS), required=True)
+    inst.add_argument("--agent", choices=AGENTS, required=True)
     inst.add_argument("--scope", choices=("user", "project"), default="user")
     inst.add_argument("--dest", type=Path, help="stands in for the home folder (user) or project folder (project)")
     inst.add_argument("--dry-run", action="store_true", help="say where and what; copy nothing")
@@ -124,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(space, source=False, fmt=False)
     space.add_argument(
-        "--stage-type", choices=STAGE_TYPES[:-1], help="keep settings that apply to this stage execution type"
+        "--stage-type", choices=STAGE_TYPES, help="keep settings that apply to this stage execution type"
     )
     space.add_argument(
         "--scope", choices=("per-stage", "pipeline", "diffusion", "env", "cli"), help="keep settings of this scope"
@@ -133,7 +175,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _engine_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--source", help=f"your engine git repository, bare or not (default: ${ENV_VAR})")
+    group.add_argument("--installed", action="store_true", help="the vllm_omni package this Python would import")
+    group.add_argument("--engine-dir", type=Path, metavar="DIR", help="an unpacked package or source tree (no git)")
+    group.add_argument("--wheel", type=Path, metavar="FILE", help="a vllm-omni wheel, read without extracting it")
+
+
+def source_path(arg: str | None) -> Path | None:
+    """`--source` wins over the environment variable; None when neither is given."""
+    value = arg or os.environ.get(ENV_VAR)
+    return Path(value).expanduser() if value else None
+
+
 def _root(args: argparse.Namespace) -> Path:
+    from .skill import find_root
+
     root: Path = find_root(args.root)
     if not root.is_dir():
         raise UsageError(f"{root}: no such folder")
@@ -143,6 +201,11 @@ def _root(args: argparse.Namespace) -> Path:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .checks import run_check
+    from .provenance import load_provenance
+    from .report import check_data, render
+    from .source import Source
+
     root = _root(args)
     provenance = None
     try:
@@ -150,16 +213,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     except ValueError:
         pass  # reported as a finding by the check itself
     source = None
-    if source_path(args.source) is not None:
+    path = source_path(args.source)
+    if path is not None:
         if provenance is None:
             raise UsageError(f"{root / 'provenance.json'}: no valid pinned revision to check against")
-        source = open_source(args.source, provenance.revision)
+        source = Source(path, provenance.revision)
     report = run_check(root, source, args.installed)
     sys.stdout.write(render("check", check_data(report), args.format))
     return 0 if report.ok else 1
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
+    from .checks import CheckReport
+    from .findings import sort_findings
+    from .provenance import load_provenance
+    from .report import check_data, render
+    from .resolve import resolve
+    from .source import Source
+    from .writes import changed_files, write_files
+
     root = _root(args)
     path = source_path(args.source)
     if path is None:
@@ -214,6 +286,10 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_search_space(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .searchspace import SEARCH_SPACE_PATH, load_search_space, select
+
     root = _root(args)
     space, findings = load_search_space(root)
     if findings:
@@ -231,6 +307,9 @@ def cmd_search_space(args: argparse.Namespace) -> int:
 
 
 def _pinned_state(root: Path) -> tuple[EvidenceIndex, Provenance]:
+    from .index import load_index
+    from .provenance import load_provenance
+
     try:
         index, provenance = load_index(root), load_provenance(root)
     except ValueError as exc:
@@ -241,6 +320,8 @@ def _pinned_state(root: Path) -> tuple[EvidenceIndex, Provenance]:
 
 
 def _old_source(path: Path, revision: str) -> Source | None:
+    from .source import Source
+
     try:
         return Source(path, revision)
     except UsageError:
@@ -249,6 +330,10 @@ def _old_source(path: Path, revision: str) -> Source | None:
 
 def cmd_bump(args: argparse.Namespace) -> int:
     from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
+    from .report import render
+    from .resolve import outputs, pinned, verification
+    from .source import Source
+    from .writes import write_files
 
     root = _root(args)
     path = source_path(args.source)
@@ -281,69 +366,210 @@ def cmd_bump(args: argparse.Namespace) -> int:
     return 1 if blocked else 0
 
 
-def _sections(report: BumpReport) -> list[dict[str, object]]:
-    grouped: dict[tuple[str, str, str], set[str]] = {}
-    for entry in report.entries:
-        if entry.status in ("unchanged", "moved") or (entry.status == "relocated" and entry.similarity == 1.0):
-            continue
-        for use in entry.uses:
-            parts = use.file.split("/")
-            branch = parts[1] if len(parts) > 2 and parts[0] == "references" else "router"
-            grouped.setdefault((branch, use.file, use.heading), set()).add(entry.label)
-    return [
-        {"branch": b, "file": f, "heading": h, "labels": sorted(labels), "title": f"{f} § {h}" if h else f}
-        for (b, f, h), labels in sorted(grouped.items())
-    ]
+@dataclass
+class Engine:
+    """The engine a user runs, as `drift` and `show` read it."""
+
+    files: Source | FileTree
+    kind: str  # git, installed, folder or wheel
+    location: str
+    version: str = ""
+
+    def describe(self) -> dict[str, str]:
+        from .source import Source
+
+        revision = self.files.commit if isinstance(self.files, Source) else ""
+        return {"kind": self.kind, "location": self.location, "version": self.version, "revision": revision}
+
+
+def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> Engine:
+    """The engine named by --wheel, --engine-dir, --installed or --source (or $VLLM_OMNI_SOURCE)."""
+    from .source import Source
+    from .trees import FileTree, FolderTree, WheelTree, folder_tree
+
+    engine: Engine
+    if args.wheel:
+        tree: FileTree = WheelTree(args.wheel)
+        engine = Engine(tree, "wheel", str(args.wheel), tree.version)
+    elif args.engine_dir:
+        tree = folder_tree(args.engine_dir)
+        engine = Engine(tree, "folder", str(args.engine_dir), tree.version)
+    elif args.installed:
+        found = find_installed()
+        if found is None:
+            raise UsageError(
+                "no installed vllm_omni package found for this Python: give --engine-dir, --wheel or --source"
+            )
+        if found.git_dir is not None:
+            engine = Engine(Source(found.git_dir, revision), "installed", str(found.location), found.version)
+        else:
+            tree = FolderTree(found.location.parent, found.version, frozenset({found.location.name}))
+            engine = Engine(tree, "installed", str(found.location), found.version)
+    else:
+        path = source_path(args.source)
+        if path is None:
+            raise UsageError(
+                f"{args.verb} needs your engine: give --installed, --engine-dir DIR, --wheel FILE or --source PATH "
+                f"(or set {ENV_VAR})"
+            )
+        return Engine(Source(path, revision), "git", str(path))
+    if isinstance(engine.files, FileTree):
+        cited = sorted({r.path.split("/", 1)[0] for r in index.records if "/" in r.path})
+        if not any(engine.files.ships(r.path) for r in index.records):
+            raise UsageError(f"{engine.location}: holds none of the cited folders ({', '.join(cited)})")
+    return engine
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from .bump import BumpReport, classify_all, counts
+    from .bump import GIT_STATUSES, classify_all, counts, use_contexts
+    from .report import render
+    from .source import Source
+    from .versions import TREE_STATUSES, classify_tree, sections
 
     root = _root(args)
     index, provenance = _pinned_state(root)
-    version = ""
-    revision = args.revision
-    if args.installed:
-        engine = find_installed()
-        if engine is None:
-            raise UsageError("no installed vllm_omni package found: give --source PATH to your engine checkout")
-        version = engine.version
-        if engine.git_dir is None:
-            hint = (
-                f"a clone of the engine with --revision {engine.commit}"
-                if engine.commit
-                else "--source PATH --revision TAG"
-            )
-            raise UsageError(
-                f"vllm_omni {engine.version} at {engine.location} is not a git checkout, "
-                f"so its commit is unknown: pass {hint}"
-            )
-        path = engine.git_dir
+    engine = _engine(args, index, args.revision)
+    if isinstance(engine.files, Source):
+        old = _old_source(engine.files.path, provenance.revision)
+        entries = [c.entry for c in classify_all(root, index, engine.files, old)]
+        statuses: tuple[str, ...] = GIT_STATUSES
     else:
-        found = source_path(args.source)
-        if found is None:
-            raise UsageError(f"drift needs your engine: give --source PATH, set {ENV_VAR}, or pass --installed")
-        path = found
-    user = Source(path, revision)
-    classified = classify_all(root, index, user, _old_source(path, provenance.revision))
-    entries = [c.entry for c in classified]
-    report = BumpReport(
-        verb="drift",
-        from_revision=provenance.revision,
-        to_revision=user.commit,
-        counts=counts(entries),
-        entries=entries,
-    )
-    data = report.model_dump(mode="json")
-    data["sections"] = _sections(report)
-    data["engine_version"] = version
-    if args.format == "json":
-        data["sections"] = [{k: v for k, v in s.items() if k != "title"} for s in data["sections"]]
+        entries = classify_tree(index, engine.files, use_contexts(root, index))
+        statuses = TREE_STATUSES
+    found = sections(entries)
+    data = {
+        "verb": "drift",
+        "from_revision": provenance.revision,
+        "engine": engine.describe(),
+        "counts": counts(entries, statuses),
+        "sections": [
+            {
+                "branch": s.branch,
+                "file": s.file,
+                "heading": s.heading,
+                "verdict": s.verdict,
+                "counts": s.counts,
+                "labels": s.labels,
+            }
+            for s in found
+        ],
+        "entries": [e.model_dump(mode="json") for e in entries],
+    }
+    if args.format != "json":
+        data["status"] = {e.label: e.status for e in entries}
     sys.stdout.write(render("drift", data, args.format))
-    return 1 if data["sections"] else 0
+    return 1 if any(s.verdict == "re-read" for s in found) else 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .bump import classify
+    from .index import permalink
+    from .labels import parse_label
+    from .report import render
+    from .source import Source
+    from .versions import classify_one, holds
+
+    root = _root(args)
+    index, provenance = _pinned_state(root)
+    record = index.by_label().get(args.label)
+    if record is None:
+        raise UsageError(f"{args.label} is not a citation of this skill (labels are listed in evidence/index.json)")
+    engine = _engine(args, index, args.revision or provenance.revision)
+    if isinstance(engine.files, Source):
+        entry = classify(record, engine.files, _old_source(engine.files.path, provenance.revision)).entry
+    else:
+        entry = classify_one(record, engine.files)
+    lines: list[dict[str, object]] = []
+    path = parse_label(entry.new_label).path
+    if entry.new_span:
+        first, _, last = entry.new_span[1:].partition("-L")
+        start, end = int(first), int(last or first)
+        text = engine.files.lines(path)
+        lines = [{"number": n, "text": text[n - 1]} for n in range(start, min(end, len(text)) + 1)]
+    data = {
+        "verb": "show",
+        "label": record.label,
+        "status": entry.status,
+        "note": entry.note,
+        "engine": engine.describe(),
+        "path": path,
+        "pinned_span": entry.old_span,
+        "span": entry.new_span,
+        "permalink": permalink(provenance.repository, provenance.revision, record),
+        "lines": lines,
+    }
+    sys.stdout.write(render("show", data, args.format))
+    return (
+        0 if holds(entry.status, entry.similarity) else 1
+    )
+
+
+def _wheel_files(given: list[Path]) -> list[Path]:
+    """The wheels named, folders expanded; a wheel named twice is a usage error."""
+    found: list[Path] = []
+    for item in given:
+        if item.is_dir():
+            wheels = sorted(item.glob("*.whl"))
+            if not wheels:
+                raise UsageError(f"{item}: no .whl files in this folder")
+            found += wheels
+        elif item.is_file():
+            found.append(item)
+        else:
+            raise UsageError(f"{item}: no such wheel or folder")
+    seen: dict[Path, Path] = {}
+    for wheel in found:
+        real = wheel.resolve()
+        if real in seen:
+            raise UsageError(f"{wheel}: given twice (also as {seen[real]})")
+        seen[real] = wheel
+    return found
+
+
+def cmd_releases(args: argparse.Namespace) -> int:
+    from .bump import use_contexts
+    from .index import dump_json
+    from .report import render
+    from .trees import WheelTree
+    from .versions import RELEASES_SCHEMA_PATH, matrix, release_of, render_page, schema_json
+    from .writes import write_files
+
+    root = _root(args)
+    index, _ = _pinned_state(root)
+    contexts = use_contexts(root, index)
+    releases = []
+    versions: dict[str, Path] = {}
+    for path in _wheel_files(args.wheel):
+        tree = WheelTree(path)
+        if tree.version in versions:
+            raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
+        versions[tree.version] = path
+        if not any(tree.ships(r.path) for r in index.records):
+            raise UsageError(f"{path}: holds none of the cited package folders")
+        releases.append(release_of(index, tree, contexts))
+    found = matrix(index, releases)
+    contents = {
+        RELEASES_PATH: dump_json(found),
+        RELEASES_SCHEMA_PATH: schema_json(),
+        VERSIONS_PAGE: render_page(found, index, contexts),
+    }
+    written = [] if args.dry_run else write_files(root, contents)
+    data = {
+        "verb": "releases",
+        "revision": found.revision,
+        "releases": [{"version": r.version, "wheel": r.wheel, "counts": r.counts} for r in found.releases],
+        "dry_run": bool(args.dry_run),
+        "written": written,
+    }
+    sys.stdout.write(render("releases", data, args.format))
+    return 0
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    from .checks import run_check
+    from .install import destination, install
+    from .report import check_data, render
+
     root = _root(args)
     target = destination(args.agent, args.scope, args.dest)
     files = install(root, target, args.force, args.dry_run)
@@ -357,6 +583,8 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_package(args: argparse.Namespace) -> int:
+    from .install import package
+
     root = _root(args)
     files = package(root, args.output)
     print(f"package: {args.output} holds {len(files)} files under vllm-omni/")
@@ -370,6 +598,8 @@ COMMANDS = {
     "resolve": cmd_resolve,
     "bump": cmd_bump,
     "drift": cmd_drift,
+    "show": cmd_show,
+    "releases": cmd_releases,
     "search-space": cmd_search_space,
 }
 
@@ -378,6 +608,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.verb](args)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in PACKAGES:
+            raise
+        print(
+            f"omni-skill {args.verb}: needs the Python package '{PACKAGES[top]}' — python3 -m pip install "
+            f"{PACKAGES[top]} (or: uv run scripts/omni-skill {args.verb} …)",
+            file=sys.stderr,
+        )
+        return 2
     except UsageError as exc:
         print(f"omni-skill {args.verb}: error: {exc}", file=sys.stderr)
         return 2

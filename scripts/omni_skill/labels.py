@@ -7,9 +7,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 PREFIX = "src:"
 LINE_RANGE = re.compile(r"^L(\d+)(?:-L(\d+))?$")
@@ -128,8 +130,12 @@ class MarkdownLabels:
     malformed: list[Use]  # `][src:` that does not close as a label
 
 
-_md = MarkdownIt("commonmark")
-_blocks = MarkdownIt("commonmark").disable("inline")
+@lru_cache(maxsize=1)
+def _parsers() -> tuple[MarkdownIt, MarkdownIt]:
+    """(full, block-level) CommonMark parsers, built on first use: the label grammar needs neither."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark"), MarkdownIt("commonmark").disable("inline")
 
 
 @lru_cache(maxsize=64)
@@ -138,12 +144,12 @@ def markdown_tokens(source: str) -> list[Token]:
     `inline_tokens`), parsed once per text. Citation definition lines are blanked first (line
     numbers stay): they are read with DEF_RE, and they are most of the parsing cost."""
     lines = source.split("\n")
-    return _blocks.parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
+    return _parsers()[1].parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
 
 
 def inline_tokens(content: str) -> list[Token]:
     """markdown-it inline tokens of one block's inline content."""
-    return _md.parseInline(content)[0].children or []
+    return _parsers()[0].parseInline(content)[0].children or []
 
 
 @lru_cache(maxsize=64)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from . import __version__
 from .anchors import AnchorError, fingerprint, locate
-from .errors import Finding
+from .findings import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
 from .labels import DEF_RE, Use, code_lines, escape, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, Verification, companion_requirement
 from .skill import SKILL_FILE, collect, markdown_files, read_text, valid_labels
-from .source import BlobError, Source
+from .source import BlobError, EngineFiles, Source
 
 
 @dataclass(frozen=True)
@@ -22,14 +22,14 @@ class Unresolved:
     message: str
 
 
-def resolve_label(label_text: str, source: Source, quick: bool = False) -> EvidenceRecord | Unresolved:
+def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> EvidenceRecord | Unresolved:
     """The record of one label at the source's revision (without uses), or why it fails.
     `quick` (bump, drift): Python definitions are found without parsing whole modules when a
     single candidate can be proven from its own lines; otherwise the module is parsed."""
     label = parse_label(label_text)
     entry = source.entry(label.path)
     if entry is None:
-        return Unresolved("path-missing", f"{label.path} does not exist at {source.commit[:12]}")
+        return Unresolved("path-missing", f"{label.path} does not exist at {source.where}")
     try:
         text = source.text(label.path)
     except BlobError as exc:

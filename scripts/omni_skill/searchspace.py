@@ -9,7 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .anchors.yaml_keys import LOADER
-from .errors import Finding
+from .findings import Finding
 
 SEARCH_SPACE_PATH = "references/architecture-search/search-space.yaml"
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion", "all")

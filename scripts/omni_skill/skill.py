@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from .anchors.yaml_keys import LOADER
-from .errors import Finding, UsageError
+from .errors import UsageError
+from .findings import Finding
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
 
 SKILL_FILE = "SKILL.md"

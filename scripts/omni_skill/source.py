@@ -6,15 +6,15 @@ tree is listed with one `git ls-tree -r` call, so reading N files costs N batch 
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
-from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    import git
 
 ENV_VAR = "VLLM_OMNI_SOURCE"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -48,17 +48,28 @@ class BlobError(Exception):
     """A cited file that cannot be read as text (symlink, submodule, binary, not UTF-8)."""
 
 
-def source_path(arg: str | None) -> Path | None:
-    """`--source` wins over the environment variable; None when neither is given."""
-    value = arg or os.environ.get(ENV_VAR)
-    return Path(value).expanduser() if value else None
+class EngineFiles(Protocol):
+    """What resolving a label needs of an engine: a git `Source` or a tree without git."""
+
+    @property
+    def where(self) -> str: ...
+
+    def entry(self, path: str) -> TreeEntry | None: ...
+
+    def text(self, path: str) -> str: ...
+
+    def lines(self, path: str) -> list[str]: ...
 
 
 class Source:
     """One engine repository (bare or not) opened at one revision."""
 
     def __init__(self, path: Path, revision: str):
+        import git  # imported here: verbs that read no git repository must not need gitpython
+        from git.exc import InvalidGitRepositoryError, NoSuchPathError
+
         self.path = path
+        self.repo: git.Repo
         try:
             self.repo = git.Repo(path)
         except (InvalidGitRepositoryError, NoSuchPathError):
@@ -82,6 +93,8 @@ class Source:
 
     def resolve(self, revision: str) -> str:
         """Full SHA of the commit a revision names; UsageError when the repository lacks it."""
+        from git.exc import GitCommandError
+
         if not revision or revision.startswith("-"):
             raise UsageError(f"{self.path}: invalid revision {revision!r}")
         try:
@@ -90,6 +103,10 @@ class Source:
             shallow = " (the clone is shallow: fetch that revision)" if self.is_shallow() else ""
             raise UsageError(f"{self.path}: revision {revision} is not in this repository{shallow}") from None
         return sha.strip()
+
+    @property
+    def where(self) -> str:
+        return self.commit[:12]
 
     def is_shallow(self) -> bool:
         return (Path(self.repo.git_dir) / "shallow").exists()
@@ -140,10 +157,3 @@ class Source:
         if path not in self._lines:
             self._lines[path] = self.text(path).splitlines()
         return self._lines[path]
-
-
-def open_source(arg: str | None, revision: str) -> Source | None:
-    path = source_path(arg)
-    if path is None:
-        return None
-    return Source(path, revision)

@@ -12,7 +12,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from .anchors.markdown import slug
-from .errors import Finding
+from .findings import Finding
 from .labels import headings, inline_tokens, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 

@@ -39,8 +39,14 @@ def locate(label: Label, text: str, quick: bool = False, text_lines: list[str] |
     if kind == "lines":
         return lines.locate(text, label.anchor)
     if kind == "python":
-        found = python.quick_find(text_lines or text.splitlines(), label.anchor) if quick else None
-        return found[0] if found else python.locate(text, label.anchor)
+        if quick:
+            name = python.split_occurrence(label.anchor)[0]
+            if any(part not in text for part in name.split(".")):
+                raise AnchorError("missing", f"no definition of {name!r}")  # every part must be spelled out
+            found = python.quick_span(text_lines or text.splitlines(), label.anchor)
+            if found:
+                return found
+        return python.locate(text, label.anchor)
     if kind == "yaml":
         return yaml_keys.locate(text, label.anchor)
     if kind == "markdown":

@@ -111,15 +111,44 @@ def _parses_as(block: list[str], margin: int, leaf: str) -> bool:
     return len(module.body) == 1 and _span(module.body[0]) == Span(1, len(block)) and leaf in _names(module.body[0])
 
 
+def _word_follows(text: str, word: str) -> bool:
+    """`text` starts with `word` and the next character cannot continue an identifier."""
+    return text.startswith(word) and not (
+        len(text) > len(word) and (text[len(word)].isalnum() or text[len(word)] == "_")
+    )
+
+
+def _defines_block(line: str, leaf: str) -> bool:
+    """The line opens `def leaf`, `async def leaf` or `class leaf` (any indentation)."""
+    text = line.lstrip()
+    if text.startswith("async"):
+        rest = text[5:]
+        if not rest[:1].isspace():
+            return False
+        text = rest.lstrip()
+    for keyword in ("def", "class"):
+        if text.startswith(keyword) and text[len(keyword) : len(keyword) + 1].isspace():
+            return _word_follows(text[len(keyword) :].lstrip(), leaf)
+    return False
+
+
+def _assigns(line: str, leaf: str) -> bool:
+    """The line starts an assignment or annotation of `leaf` (`leaf =`, `leaf: T`), not `leaf ==`."""
+    text = line.lstrip()
+    if not _word_follows(text, leaf):
+        return False
+    rest = text[len(leaf) :].lstrip()
+    return rest.startswith(":") or (rest.startswith("=") and not rest.startswith("=="))
+
+
 def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -> bool:
     """For a long `def`/`class` block: its head (decorators and signature) parses as the definition
     of `leaf`, every body line is indented past the margin, and the block ends exactly where the
     next statement at its margin or above starts. Anything unusual answers False (parse instead)."""
-    definition = re.compile(rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(leaf)}\b")
     head = span.start - 1
     if lines[head].strip().startswith("@"):  # decorators, possibly over several lines
-        head = next((i for i in range(head, min(head + 30, span.end)) if definition.match(lines[i])), span.end)
-    if head >= span.end or not definition.match(lines[head]) or _indent(lines[head]) != margin:
+        head = next((i for i in range(head, min(head + 30, span.end)) if _defines_block(lines[i], leaf)), span.end)
+    if head >= span.end or not _defines_block(lines[head], leaf) or _indent(lines[head]) != margin:
         return False
     # The signature ends at the first line after which the brackets are balanced and a colon closes
     # it; try that line first, then each line in turn.
@@ -206,15 +235,23 @@ def _decorators_start(lines: list[str], index: int, indent: int) -> int:
 def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
     """Find a definition by scanning for its name and proving each candidate with `verify_at`,
     without parsing the module. None when not exactly one candidate is proven."""
+    span = quick_span(lines, anchor)
+    if span is None:
+        return None
+    block = lines[span.start - 1 : span.end]
+    indent = _indent(block[0])
+    return span, ast.parse("\n".join(text[indent:] for text in block)).body[0]
+
+
+def quick_span(lines: list[str], anchor: str) -> Span | None:
+    """The span `quick_find` proves, without building the definition's node."""
     name, nth = split_occurrence(anchor)
     if nth is not None:
         return None
-    leaf = re.escape(name.rsplit(".", 1)[-1])
-    pattern = re.compile(rf"^\s*(?:(?:async\s+)?def|class)\s+{leaf}\b|^\s*{leaf}\s*(?::|=(?!=))")
-    found: list[tuple[Span, ast.stmt]] = []
     bare = name.rsplit(".", 1)[-1]
+    found: list[Span] = []
     for index, line in enumerate(lines):
-        if bare not in line or not pattern.match(line):
+        if bare not in line or not (_defines_block(line, bare) or _assigns(line, bare)):
             continue
         indent = _indent(line)
         start = _decorators_start(lines, index, indent) + 1
@@ -228,7 +265,5 @@ def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
         while end > index + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
             end -= 1
         if verify_at(lines, anchor, Span(start, end)):
-            block = lines[start - 1 : end]
-            node = ast.parse("\n".join(text[indent:] for text in block)).body[0]
-            found.append((Span(start, end), node))
+            found.append(Span(start, end))
     return found[0] if len(found) == 1 else None

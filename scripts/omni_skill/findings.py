@@ -1,0 +1,27 @@
+"""The finding model every check returns."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Finding(BaseModel):
+    """Something that does not hold. Every check returns a list of these."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    file: str
+    line: int = 0
+    message: str
+    label: str = ""
+
+    def location(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def one_line(self) -> str:
+        return f"{self.location()}: {self.kind}: {self.message}"
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(set(findings), key=lambda f: (f.file, f.line, f.kind, f.label, f.message))

@@ -1,0 +1,222 @@
+"""Engine files outside git: an unpacked folder (an installed package or a source tree) or a
+release wheel read member by member, never extracted and never imported.
+
+A tree answers the same questions a git `Source` does (`entry`, `text`, `lines`), so the same
+anchors code re-locates every citation in it. Each file's git blob id is computed from its bytes,
+so a file identical to the pinned one is recognised without parsing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from .errors import UsageError
+from .labels import LabelError, check_path
+from .source import BlobError, TreeEntry
+
+MAX_FILE_BYTES = 8 * 1024 * 1024  # far above any engine source file; larger members are not read
+WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-.*\.whl$")
+VERSION_LINE = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob SHA of these bytes (what `git hash-object` prints)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def decode(data: bytes) -> str:
+    if b"\0" in data:
+        raise BlobError("is a binary file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BlobError("is not valid UTF-8") from None
+
+
+class FileTree:
+    """Files by repository-relative path. `tops` are the top-level folders the tree ships:
+    a cited path outside them is `not-shipped`, inside them and absent it is missing."""
+
+    kind = "tree"
+
+    def __init__(self, location: Path, version: str, tops: frozenset[str]):
+        self.location = location
+        self.version = version
+        self.tops = tops
+        self._entries: dict[str, TreeEntry | None] = {}
+        self._bytes: dict[str, bytes | None] = {}
+        self._texts: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
+
+    @property
+    def commit(self) -> str:
+        """What messages call this engine (a git source names its commit here)."""
+        return f"vllm-omni {self.version} ({self.kind} {self.location})"
+
+    @property
+    def where(self) -> str:
+        return f"vllm-omni {self.version}"
+
+    def ships(self, path: str) -> bool:
+        return path.split("/", 1)[0] in self.tops
+
+    def _read(self, path: str) -> bytes | None:
+        raise NotImplementedError
+
+    def _data(self, path: str) -> bytes | None:
+        if path not in self._bytes:
+            data = self._bytes[path] = self._read(path)
+            self._entries[path] = None if data is None else TreeEntry(path, "100644", blob_id(data))
+        return self._bytes[path]
+
+    def entry(self, path: str) -> TreeEntry | None:
+        if path not in self._entries:
+            try:
+                self._data(path)
+            except BlobError:
+                self._entries[path] = TreeEntry(path, "100644", "0" * 40)  # present, unreadable
+        return self._entries[path]
+
+    def text(self, path: str) -> str:
+        if path not in self._texts:
+            data = self._data(path)
+            if data is None:
+                raise KeyError(path)
+            self._texts[path] = decode(data)
+        return self._texts[path]
+
+    def lines(self, path: str) -> list[str]:
+        if path not in self._lines:
+            self._lines[path] = self.text(path).splitlines()
+        return self._lines[path]
+
+
+class FolderTree(FileTree):
+    """An unpacked package or source tree on disk. Symbolic links that leave the folder are not read."""
+
+    kind = "folder"
+
+    def __init__(self, location: Path, version: str, tops: frozenset[str] | None = None):
+        root = location.resolve()
+        if tops is None:
+            tops = frozenset(p.name for p in root.iterdir() if not p.name.endswith(".dist-info"))
+        super().__init__(root, version, tops)
+
+    def _read(self, path: str) -> bytes | None:
+        if not self.ships(path):
+            return None
+        target = self.location / path
+        try:
+            if not target.is_file():
+                return None
+            real = target.resolve()
+            top = (self.location / path.split("/", 1)[0]).resolve()
+            if not (real.is_relative_to(self.location) or real.is_relative_to(top)):
+                raise BlobError("is a symbolic link out of the engine folder")
+            if real.stat().st_size > MAX_FILE_BYTES:
+                raise BlobError(f"is larger than {MAX_FILE_BYTES} bytes")
+            with real.open("rb") as stream:
+                return stream.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise BlobError(f"cannot be read ({exc.strerror or exc})") from None
+
+
+class WheelTree(FileTree):
+    """A release wheel: members read straight from the zip with a size bound."""
+
+    kind = "wheel"
+
+    def __init__(self, path: Path):
+        try:
+            self.zip = zipfile.ZipFile(path)
+            infos = self.zip.infolist()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise UsageError(f"{path}: not a readable wheel ({exc})") from None
+        self.members: dict[str, zipfile.ZipInfo] = {}
+        for info in infos:
+            if info.is_dir():
+                continue
+            name = info.filename
+            try:
+                check_path(name)
+            except LabelError:
+                raise UsageError(f"{path}: member {name!r} has an unsafe name; refusing this wheel") from None
+            if name in self.members:
+                raise UsageError(f"{path}: member {name!r} appears twice; refusing this wheel")
+            self.members[name] = info
+        tops = frozenset(
+            n.split("/", 1)[0]
+            for n in self.members
+            if "/" in n and not n.split("/", 1)[0].endswith((".dist-info", ".data"))
+        )
+        super().__init__(path, wheel_version(path, self), tops)
+
+    def _read(self, path: str) -> bytes | None:
+        info = self.members.get(path)
+        if info is None:
+            return None
+        if info.file_size > MAX_FILE_BYTES:
+            raise BlobError(f"is larger than {MAX_FILE_BYTES} bytes in the wheel")
+        try:
+            with self.zip.open(info) as stream:
+                data = stream.read(MAX_FILE_BYTES + 1)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise UsageError(f"{self.location}: member {path} is corrupt ({exc})") from None
+        if len(data) > MAX_FILE_BYTES:
+            raise BlobError(f"is larger than {MAX_FILE_BYTES} bytes in the wheel")
+        return data
+
+    def metadata(self) -> str | None:
+        found = [n for n in self.members if PurePosixPath(n).parent.name.endswith(".dist-info") and n.count("/") == 1]
+        names = [n for n in found if n.endswith("/METADATA")]
+        if len(names) != 1:
+            return None
+        info = self.members[names[0]]
+        if info.file_size > 1024 * 1024:
+            return None
+        try:
+            with self.zip.open(info) as stream:
+                return stream.read(1024 * 1024).decode("utf-8", errors="replace")
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
+            return None
+
+
+def wheel_version(path: Path, wheel: WheelTree) -> str:
+    """The version in the wheel's METADATA, else in its file name."""
+    metadata = wheel.metadata()
+    found = VERSION_LINE.search(metadata) if metadata else None
+    if found:
+        return found.group(1)
+    named = WHEEL_NAME.match(path.name)
+    if named:
+        return named.group("version")
+    raise UsageError(f"{path}: no version in its METADATA or its file name")
+
+
+def folder_tree(path: Path, version: str | None = None) -> FolderTree:
+    """`--engine-dir`: a source tree or unpacked package (the folder holding `vllm_omni/`), or the
+    `vllm_omni` package folder itself."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such folder")
+    if not path.is_dir():
+        raise UsageError(f"{path}: is a file; --engine-dir takes a folder (for a .whl give --wheel)")
+    tops = None
+    if (path / "__init__.py").is_file() and not (path / path.name).is_dir():
+        tops = frozenset({path.resolve().name})  # the package folder itself
+        path = path.resolve().parent
+    return FolderTree(path, version or folder_version(path), tops)
+
+
+def folder_version(path: Path) -> str:
+    """The version a folder declares: a `vllm_omni-*.dist-info/METADATA` beside the package."""
+    for meta in sorted(path.glob("vllm_omni-*.dist-info/METADATA")):
+        try:
+            found = VERSION_LINE.search(meta.read_text(encoding="utf-8", errors="replace")[:100_000])
+        except OSError:
+            continue
+        if found:
+            return found.group(1)
+    return "unknown"

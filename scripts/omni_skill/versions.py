@@ -1,0 +1,319 @@
+"""Which of the skill's citations hold in an engine it is not pinned to.
+
+For a tree without git (an installed package, a folder, a wheel) each citation's anchor is
+re-located in the tree's own files with the anchors code `check` uses, and its fingerprint is
+compared with the pinned one. The release matrix (`evidence/releases.json`) is that result for
+every release wheel, and the versions page is its reading for agents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .bump import BumpEntry, UseContext, classify, counts, use_contexts
+from .findings import Finding
+from .index import EvidenceIndex, EvidenceRecord
+from .trees import FileTree
+
+RELEASES_PATH = "evidence/releases.json"
+RELEASES_SCHEMA_PATH = "evidence/releases.schema.json"
+VERSIONS_PAGE = "references/serving-tuning/versions.md"
+TREE_STATUSES = ("unchanged", "moved", "changed", "missing", "not-shipped")
+REFRESH = "omni-skill releases --wheel DIR (a folder of the release wheels; see README)"
+
+TreeStatus = Literal["unchanged", "moved", "changed", "missing", "not-shipped"]
+Verdict = Literal["holds", "re-read", "not-shipped"]
+
+
+def classify_tree(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> list[BumpEntry]:
+    """Every record's status in the tree: bump's words, plus `not-shipped` for files the tree
+    does not ship (tests/, docs/ in a wheel)."""
+    entries = []
+    for record in index.records:
+        entry = classify_one(record, tree)
+        entry.uses = contexts.get(record.label, [])
+        entries.append(entry)
+    return entries
+
+
+def classify_one(record: EvidenceRecord, tree: FileTree) -> BumpEntry:
+    span = f"L{record.start}-L{record.end}" if record.start != record.end else f"L{record.start}"
+    if not tree.ships(record.path):
+        return BumpEntry(
+            label=record.label,
+            status="not-shipped",
+            new_label=record.label,
+            old_span=span,
+            note=f"{record.path.split('/', 1)[0]}/ is not part of the package",
+        )
+    entry = classify(record, tree, None).entry
+    if entry.status == "relocated":  # no rename detection without git: a line range found in another file
+        entry.status = "changed" if entry.similarity != 1.0 else "moved"
+    return entry
+
+
+def holds(status: str, similarity: float | None = None) -> bool:
+    return status in ("unchanged", "moved") or (status == "relocated" and similarity == 1.0)
+
+
+@dataclass
+class Section:
+    branch: str
+    file: str
+    heading: str
+    verdict: Verdict
+    counts: dict[str, int]
+    labels: list[str]  # the citations that do not hold there (changed, missing, ambiguous)
+
+    @property
+    def title(self) -> str:
+        return f"{self.file} § {self.heading}" if self.heading else self.file
+
+
+def branch_of(file: str) -> str:
+    parts = file.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "references" else "router"
+
+
+def sections(entries: list[BumpEntry]) -> list[Section]:
+    """One verdict per skill section (page and heading): `re-read` when a citation there does not
+    hold, `not-shipped` when none of its citations can be checked, else `holds`."""
+    grouped: dict[tuple[str, str], dict[str, BumpEntry]] = {}
+    for entry in entries:
+        for use in entry.uses:
+            grouped.setdefault((use.file, use.heading), {})[entry.label] = entry
+    found = []
+    for (file, heading), by_label in sorted(grouped.items()):
+        members = list(by_label.values())
+        bad = sorted(e.label for e in members if e.status != "not-shipped" and not holds(e.status, e.similarity))
+        statuses: list[str] = [e.status for e in members]
+        verdict: Verdict = "re-read" if bad else "not-shipped" if set(statuses) == {"not-shipped"} else "holds"
+        tally = {s: statuses.count(s) for s in sorted(set(statuses))}
+        found.append(Section(branch_of(file), file, heading, verdict, tally, bad))
+    return found
+
+
+# --- the release matrix ---------------------------------------------------------------------
+
+
+class Release(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: str = Field(description="the release version, from the wheel's METADATA")
+    wheel: str = Field(description="file name of the wheel it was computed from")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of that wheel")
+    counts: dict[str, int] = Field(description="citations per status")
+    statuses: dict[str, TreeStatus] = Field(description="status of every citation label in this release")
+
+
+class ReleaseMatrix(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(default=1, description="format version of this file")
+    revision: str = Field(pattern=r"^[0-9a-f]{40}$", description="the pinned engine revision compared against")
+    citations: dict[str, str] = Field(description="label to its fingerprint at the pinned revision")
+    releases: list[Release] = Field(description="one entry per release, oldest first")
+
+
+def version_key(version: str) -> tuple[tuple[int, str], ...]:
+    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.findall(r"\d+|[A-Za-z]+", version))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def release_of(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> Release:
+    entries = classify_tree(index, tree, contexts)
+    return Release(
+        version=tree.version,
+        wheel=tree.location.name,
+        sha256=file_sha256(tree.location),
+        counts=counts(entries, TREE_STATUSES),
+        statuses={e.label: e.status for e in sorted(entries, key=lambda e: e.label)},  # type: ignore[misc]
+    )
+
+
+def matrix(index: EvidenceIndex, releases: list[Release]) -> ReleaseMatrix:
+    return ReleaseMatrix(
+        revision=index.revision,
+        citations={r.label: r.fingerprint for r in sorted(index.records, key=lambda r: r.label)},
+        releases=sorted(releases, key=lambda r: version_key(r.version)),
+    )
+
+
+def schema_json() -> str:
+    import json
+
+    schema = ReleaseMatrix.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "vllm-omni skill release matrix"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def load_matrix(root: Path) -> ReleaseMatrix | None:
+    path = root / RELEASES_PATH
+    if not path.exists():
+        return None
+    return ReleaseMatrix.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def stale(found: ReleaseMatrix, index: EvidenceIndex) -> str:
+    """Why the matrix does not describe the current index ("" when it does)."""
+    if found.revision != index.revision:
+        return f"computed against {found.revision[:12]}, the index is at {index.revision[:12]}"
+    current = {r.label: r.fingerprint for r in index.records}
+    if found.citations != current:
+        added = len(current.keys() - found.citations.keys())
+        gone = len(found.citations.keys() - current.keys())
+        other = sum(1 for k in current.keys() & found.citations.keys() if current[k] != found.citations[k])
+        return f"its citations differ from the index ({added} new, {gone} gone, {other} with other fingerprints)"
+    for release in found.releases:
+        if set(release.statuses) != set(current):
+            return f"release {release.version} does not list every citation"
+    return ""
+
+
+# --- the versions page ----------------------------------------------------------------------
+
+
+def ranges(versions: list[str], order: list[str]) -> str:
+    """`0.14.0–0.20.0, 0.26.0`: runs of consecutive releases (in `order`) joined by a dash."""
+    if not versions:
+        return "—"
+    chosen = set(versions)
+    runs: list[list[str]] = []
+    previous = False
+    for version in order:
+        if version in chosen:
+            if previous:
+                runs[-1].append(version)
+            else:
+                runs.append([version])
+        previous = version in chosen
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
+
+
+def page_data(found: ReleaseMatrix, index: EvidenceIndex, contexts: dict[str, list[UseContext]]) -> dict[str, object]:
+    """What the versions page shows: per release, counts; per skill section, the releases where
+    its cited code holds, changed, or is missing."""
+    from .anchors.markdown import slug
+
+    order = [r.version for r in found.releases]
+    per_section: dict[tuple[str, str], dict[str, list[str]]] = {}
+    outside: dict[tuple[str, str], int] = {}
+    held_sections: dict[str, int] = {}
+    for release in found.releases:
+        entries = [
+            BumpEntry(
+                label=label,
+                status=status,
+                new_label=label,
+                old_span="",
+                similarity=1.0 if status in ("unchanged", "moved") else None,
+                uses=contexts.get(label, []),
+            )
+            for label, status in release.statuses.items()
+        ]
+        verdicts = sections(entries)
+        held_sections[release.version] = sum(1 for s in verdicts if s.verdict == "holds")
+        for section in verdicts:
+            key = (section.file, section.heading)
+            row = per_section.setdefault(key, {"holds": [], "changed": [], "missing": []})
+            outside[key] = section.counts.get("not-shipped", 0)
+            if section.verdict == "holds":
+                row["holds"].append(release.version)
+            elif section.verdict == "re-read":
+                statuses = {release.statuses[label] for label in section.labels}
+                row["missing" if "missing" in statuses else "changed"].append(release.version)
+    branches: dict[str, list[dict[str, object]]] = {}
+    for (file, heading), row in sorted(per_section.items()):
+        page = file.split("/")[-1]
+        link = posixpath.relpath(file, posixpath.dirname(VERSIONS_PAGE))
+        if heading and file.endswith(".md"):
+            link += f"#{slug(heading)}"
+        branches.setdefault(branch_of(file), []).append(
+            {
+                "title": f"{page} § {heading}" if heading else page,
+                "link": link,
+                "holds": ranges(row["holds"], order),
+                "changed": ranges(row["changed"], order),
+                "missing": ranges(row["missing"], order),
+                "outside": outside[(file, heading)],
+            }
+        )
+    return {
+        "revision": found.revision,
+        "releases": [
+            {
+                "version": r.version,
+                "counts": r.counts,
+                "holding": held_sections[r.version],
+                "total": r.counts.get("unchanged", 0) + r.counts.get("moved", 0),
+            }
+            for r in found.releases
+        ],
+        "sections": len(per_section),
+        "citations": len(found.citations),
+        "branches": sorted(branches.items()),
+        "order": order,
+    }
+
+
+def render_page(found: ReleaseMatrix, index: EvidenceIndex, contexts: dict[str, list[UseContext]]) -> str:
+    from .report import render
+
+    return render("versions", page_data(found, index, contexts), "markdown")
+
+
+def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
+    """The release matrix describes the current index, its schema is current, and the versions
+    page is its rendering. A skill without a matrix has nothing to check."""
+    from pydantic import ValidationError
+
+    from .searchspace import validation_findings
+
+    try:
+        found = load_matrix(root)
+    except ValidationError as exc:
+        return validation_findings(RELEASES_PATH, exc, "releases-invalid")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return [Finding(kind="releases-invalid", file=RELEASES_PATH, message=str(exc).splitlines()[0])]
+    if found is None:
+        return []
+    findings = []
+    why = stale(found, index)
+    if why:
+        findings.append(Finding(kind="releases-stale", file=RELEASES_PATH, message=f"{why}: run `{REFRESH}`"))
+    schema = root / RELEASES_SCHEMA_PATH
+    if not schema.exists() or schema.read_text(encoding="utf-8") != schema_json():
+        findings.append(
+            Finding(
+                kind="schema-stale",
+                file=RELEASES_SCHEMA_PATH,
+                message=f"the published JSON Schema differs from the release model: run `{REFRESH}`",
+            )
+        )
+    page = root / VERSIONS_PAGE
+    if not why:
+        expected = render_page(found, index, use_contexts(root, index))
+        if not page.exists() or page.read_text(encoding="utf-8") != expected:
+            findings.append(
+                Finding(
+                    kind="versions-stale",
+                    file=VERSIONS_PAGE,
+                    message=f"the page differs from {RELEASES_PATH}: run `{REFRESH}`",
+                )
+            )
+    return findings
