@@ -21,6 +21,7 @@ from .searchspace import EvalFile, load_search_space, validation_findings
 from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, read_text, valid_labels
 from .source import BlobError, Source
 from .structure import check_structure
+from .versions import RELEASES_PATH, check_releases
 
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
@@ -445,6 +446,9 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
                     message="the published JSON Schema differs from the index model: run `omni-skill resolve`",
                 )
             )
+        if (root / RELEASES_PATH).exists():
+            ran.append("releases")
+            findings += check_releases(root, index)
     unparsed = {f.file for f in collected.findings if f.kind == "yaml-invalid"}
     findings += [f for f in load_search_space(root)[1] if f.file not in unparsed]  # one finding per bad file
     findings += check_evals(root, index)

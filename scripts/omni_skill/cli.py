@@ -362,6 +362,12 @@ def cmd_bump(args: argparse.Namespace) -> int:
         pinned_now = pinned(new, provenance, verification(bumped, []))
         write_files(root, outputs(root, bumped, pinned_now, texts))
         report.written = True
+        if (root / RELEASES_PATH).exists():
+            print(
+                f"omni-skill bump: note: {RELEASES_PATH} is stale after this bump: run `omni-skill releases "
+                "--wheel DIR` with the release wheels (see README) before `check`",
+                file=sys.stderr,
+            )
     sys.stdout.write(render("bump", report.model_dump(mode="json"), args.format))
     return 1 if blocked else 0
 
@@ -499,9 +505,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "lines": lines,
     }
     sys.stdout.write(render("show", data, args.format))
-    return (
-        0 if holds(entry.status, entry.similarity) else 1
-    )
+    return 0 if holds(entry.status, entry.similarity) else 1
 
 
 def _wheel_files(given: list[Path]) -> list[Path]:

@@ -25,7 +25,7 @@ def find_installed() -> InstalledEngine | None:
     version, commit = "unknown", None
     try:
         dist = importlib.metadata.distribution("vllm-omni")
-        version = dist.version
+        version = dist.version or "unknown"  # a dist-info folder without METADATA has no version
         direct = dist.read_text("direct_url.json")
         if direct:
             commit = json.loads(direct).get("vcs_info", {}).get("commit_id")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from .errors import UsageError
@@ -163,7 +164,15 @@ class WheelTree(FileTree):
         try:
             with self.zip.open(info) as stream:
                 data = stream.read(MAX_FILE_BYTES + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            OSError,
+            ValueError,
+            EOFError,
+            NotImplementedError,
+            RuntimeError,
+        ) as exc:
             raise UsageError(f"{self.location}: member {path} is corrupt ({exc})") from None
         if len(data) > MAX_FILE_BYTES:
             raise BlobError(f"is larger than {MAX_FILE_BYTES} bytes in the wheel")
@@ -180,7 +189,7 @@ class WheelTree(FileTree):
         try:
             with self.zip.open(info) as stream:
                 return stream.read(1024 * 1024).decode("utf-8", errors="replace")
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
+        except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
             return None
 
 
