@@ -67,15 +67,23 @@ def build_index(uses: list[Use], source: Source) -> tuple[EvidenceIndex, list[Fi
     return EvidenceIndex(revision=source.commit, records=records), findings
 
 
+CITATIONS_MARKER = "<!-- citations -->"  # agents stop reading a page here: below are only link definitions
+
+
 def with_definitions(text: str, definitions: list[str]) -> str:
-    """The Markdown text with its `[src:…]: URL` lines replaced by one block at the bottom."""
+    """The Markdown text with its `[src:…]: URL` lines replaced by one block at the bottom, after
+    the citations marker line."""
     skip = code_lines(text)
-    kept = [line for i, line in enumerate(text.splitlines()) if i in skip or not DEF_RE.match(line)]
+    kept = [
+        line
+        for i, line in enumerate(text.splitlines())
+        if line.strip() != CITATIONS_MARKER and (i in skip or not DEF_RE.match(line))
+    ]
     while kept and not kept[-1].strip():
         kept.pop()
     body = "\n".join(kept)
     if definitions:
-        body += "\n\n" + "\n".join(definitions)
+        body += f"\n\n{CITATIONS_MARKER}\n" + "\n".join(definitions)
     return body + "\n"
 
 
