@@ -3,6 +3,7 @@
 
     python3 benchmarks/bench.py check --source /path/to/vllm-omni [--repeat 5]
     python3 benchmarks/bench.py bump --source /path/to/vllm-omni [--months 6]
+    python3 benchmarks/bench.py commands --source /path/to/vllm-omni --wheels DIR [--repeat 5]
 
 `check`: generates a citation for every class and function under vllm_omni/ at the pinned
 revision, then times `resolve` and `check --source` on that synthetic skill, and the floor: the
@@ -10,6 +11,9 @@ same blobs read through one `git cat-file --batch` and each parsed once. It also
 `check --source` on the skill's own citations, in process and as a command.
 `bump`: times `bump --dry-run` of the skill's own citations to the commit N months before the
 pinned revision and back.
+`commands`: each verb as a user runs it (a new interpreter, bytecode caching on), best of N,
+beside the floors: interpreter start alone, and interpreter start plus reading the cited blobs
+(from git, or from the newest wheel) — against the targets of the issues that set them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import ast
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -182,6 +187,69 @@ def cmd_bump(args: argparse.Namespace) -> None:
     print(f"  in process {elapsed:.3f} s; as a command (best of 3) {cli_s:.3f} s")
 
 
+def command_time(argv: list[str], repeat: int) -> float:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "VLLM_OMNI_SOURCE")}
+    done = subprocess.run([sys.executable, *argv], capture_output=True, env=env)  # also warms the bytecode cache
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{argv}: exit {done.returncode}: {done.stderr.decode()[-300:]}")
+    return best(lambda: subprocess.run([sys.executable, *argv], capture_output=True, env=env), repeat)
+
+
+WHEEL_FLOOR = r"""
+import sys, zipfile, json
+paths = {r["path"] for r in json.load(open(sys.argv[1]))["records"]}
+with zipfile.ZipFile(sys.argv[2]) as archive:
+    names = set(archive.namelist())
+    for path in sorted(paths & names):
+        archive.read(path).decode("utf-8")
+"""
+
+GIT_FLOOR = r"""
+import subprocess, sys, json
+paths = sorted({r["path"] for r in json.load(open(sys.argv[1]))["records"]})
+source, revision = sys.argv[2], sys.argv[3]
+listing = subprocess.run(
+    ["git", "--git-dir", source, "ls-tree", "-r", revision], capture_output=True, text=True, check=True
+).stdout
+shas = {row.split("\t", 1)[1]: row.split()[2] for row in listing.splitlines()}
+request = "".join(shas[p] + "\n" for p in paths if p in shas).encode()
+out = subprocess.run(["git", "--git-dir", source, "cat-file", "--batch"], input=request, capture_output=True)
+if out.returncode or len(out.stdout) < 100000:
+    raise SystemExit(2)
+"""
+
+
+def cmd_commands(args: argparse.Namespace) -> None:
+    source = str(args.source)
+    wheels = sorted(Path(args.wheels).glob("*.whl"))
+    newest = str(wheels[-1])
+    tool = str(ROOT / "scripts/omni-skill")
+    index = str(ROOT / "evidence/index.json")
+    revision = load_provenance(ROOT).revision
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site-packages"
+        import zipfile
+
+        with zipfile.ZipFile(newest) as archive:
+            archive.extractall(site)
+        rows = [
+            ("interpreter start (floor)", ["-c", "pass"], None),
+            ("start + read cited blobs from git (floor)", ["-c", GIT_FLOOR, index, source, revision], None),
+            ("start + read cited members of a wheel (floor)", ["-c", WHEEL_FLOOR, index, newest], None),
+            ("check (offline)", [tool, "check"], 0.6),
+            ("search-space", [tool, "search-space"], 0.3),
+            ("check --source", [tool, "check", "--source", source], 1.0),
+            (f"drift --wheel {Path(newest).name}", [tool, "drift", "--wheel", newest], 1.0),
+            ("drift --engine-dir (installed layout)", [tool, "drift", "--engine-dir", str(site)], 1.0),
+            (f"releases --dry-run ({len(wheels)} wheels)", [tool, "releases", "--dry-run", "--wheel", args.wheels], 10),
+        ]
+        print(f"as commands, best of {args.repeat} (bytecode caching on):")
+        for name, argv, target in rows:
+            seconds = command_time(argv, args.repeat)
+            verdict = "" if target is None else f"target <= {target:.1f} s: {'met' if seconds <= target else 'MISSED'}"
+            print(f"  {name:<48} {seconds:6.3f} s  {verdict}")
+
+
 def main_bench() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -192,8 +260,12 @@ def main_bench() -> None:
     bump = sub.add_parser("bump")
     bump.add_argument("--source", required=True)
     bump.add_argument("--months", type=int, default=6)
+    commands = sub.add_parser("commands")
+    commands.add_argument("--source", required=True)
+    commands.add_argument("--wheels", required=True, help="folder of release wheels")
+    commands.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    {"check": cmd_check, "bump": cmd_bump}[args.what](args)
+    {"check": cmd_check, "bump": cmd_bump, "commands": cmd_commands}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -61,9 +60,13 @@ class Label:
         return self.text
 
 
+FILE_KINDS = {"py": "python", "yaml": "yaml", "yml": "yaml", "md": "markdown"}
+
+
 def file_kind(path: str) -> str:
-    suffix = PurePosixPath(path).suffix.lower()
-    return {".py": "python", ".yaml": "yaml", ".yml": "yaml", ".md": "markdown"}.get(suffix, "other")
+    name = path.rsplit("/", 1)[-1]
+    stem, dot, suffix = name.rpartition(".")
+    return FILE_KINDS.get(suffix.lower(), "other") if dot and stem else "other"
 
 
 def check_path(path: str) -> None:
@@ -78,6 +81,7 @@ def check_path(path: str) -> None:
         raise LabelError(f"path {path!r} has an empty, '.' or '..' segment")
 
 
+@lru_cache(maxsize=8192)
 def parse_label(text: str) -> Label:
     """Parse `src:<path>` or `src:<path>::<anchor>`; raise LabelError when it does not parse."""
     if not text.startswith(PREFIX):
@@ -145,11 +149,6 @@ def markdown_tokens(source: str) -> list[Token]:
     numbers stay): they are read with DEF_RE, and they are most of the parsing cost."""
     lines = source.split("\n")
     return _parsers()[1].parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
-
-
-def inline_tokens(content: str) -> list[Token]:
-    """markdown-it inline tokens of one block's inline content."""
-    return _parsers()[0].parseInline(content)[0].children or []
 
 
 @lru_cache(maxsize=64)

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from .anchors.markdown import slug
 from .findings import Finding
-from .labels import headings, inline_tokens, markdown_tokens
+from .labels import headings, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 
 ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
@@ -150,26 +150,28 @@ def check_frontmatter(root: Path, installed: bool) -> list[Finding]:
     return findings
 
 
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+INLINE_LINK = re.compile(r"(?<![!\\])\[(?:[^\[\]\\]|\\.)*\]\(\s*<?([^)\s>]*)")
+
+
 def local_links(text: str) -> list[tuple[int, str]]:
-    """(1-based line, href) of every relative link in a Markdown text, fragments kept
-    (`page.md#slug`, or `#slug` for the same page)."""
+    """(1-based line, href) of every relative inline link in a Markdown text, fragments kept
+    (`page.md#slug`, or `#slug` for the same page). Blocks come from the cached block parse (so
+    code blocks are skipped); inside a block, code spans are blanked and links read per line."""
     lines = text.splitlines()
     found: list[tuple[int, str]] = []
-
-    def line_of(href: str, block: tuple[int, int]) -> int:
-        for index in range(block[0], min(block[1], len(lines))):
-            if f"]({href}" in lines[index] or f"]: {href}" in lines[index]:
-                return index + 1
-        return block[0] + 1
-
     for block in markdown_tokens(text):
         if block.type != "inline" or "](" not in block.content or not block.map:
             continue
-        for token in inline_tokens(block.content):
-            if token.type == "link_open":
-                href = str(token.attrGet("href") or "")
+        for index in range(block.map[0], min(block.map[1], len(lines))):
+            line = lines[index]
+            if "](" not in line:
+                continue
+            plain = CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+            for match in INLINE_LINK.finditer(plain):
+                href = match.group(1)
                 if href and not re.match(r"^[a-z][a-z0-9+.-]*:|^/", href, re.IGNORECASE):
-                    found.append((line_of(href, (block.map[0], block.map[1])), href))
+                    found.append((index + 1, href))
     return found
 
 

@@ -13,7 +13,8 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,10 +83,34 @@ def branch_of(file: str) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "references" else "router"
 
 
-def sections(entries: list[BumpEntry]) -> list[Section]:
+class Cited(Protocol):
+    """What a section verdict needs of a citation: a `BumpEntry`, or a `CitedIn` of a release."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def similarity(self) -> float | None: ...
+
+    @property
+    def uses(self) -> list[UseContext]: ...
+
+
+@dataclass
+class CitedIn:
+    label: str
+    status: str
+    similarity: float | None
+    uses: list[UseContext]
+
+
+def sections(entries: Sequence[Cited]) -> list[Section]:
     """One verdict per skill section (page and heading): `re-read` when a citation there does not
     hold, `not-shipped` when none of its citations can be checked, else `holds`."""
-    grouped: dict[tuple[str, str], dict[str, BumpEntry]] = {}
+    grouped: dict[tuple[str, str], dict[str, Cited]] = {}
     for entry in entries:
         for use in entry.uses:
             grouped.setdefault((use.file, use.heading), {})[entry.label] = entry
@@ -216,14 +241,7 @@ def page_data(found: ReleaseMatrix, index: EvidenceIndex, contexts: dict[str, li
     held_sections: dict[str, int] = {}
     for release in found.releases:
         entries = [
-            BumpEntry(
-                label=label,
-                status=status,
-                new_label=label,
-                old_span="",
-                similarity=1.0 if status in ("unchanged", "moved") else None,
-                uses=contexts.get(label, []),
-            )
+            CitedIn(label, status, 1.0 if status in ("unchanged", "moved") else None, contexts.get(label, []))
             for label, status in release.statuses.items()
         ]
         verdicts = sections(entries)
