@@ -27,6 +27,7 @@ SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
     ("defaults", "claimed literal defaults compared with the source"),
     ("tests", "pytest references point to test files and names that exist"),
+    ("models", "models.yaml: every registry key has an entry and every entry a key; each claimed value holds"),
 )
 
 
@@ -461,6 +462,11 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
             findings += check_records(index, source)
         findings += check_claims(collected, source)
         findings += check_tests(collected, source)
+        # --- model catalogue (models.py) ---
+        from .models import check_models
+
+        findings += check_models(root, source)
+        # --- end model catalogue ---
     return CheckReport(
         verb="check",
         root=str(root),

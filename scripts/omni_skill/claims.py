@@ -124,3 +124,51 @@ def same_value(claimed: Any, actual: Any) -> bool:
     if isinstance(claimed, dict) and isinstance(actual, dict):
         return claimed.keys() == actual.keys() and all(same_value(claimed[k], actual[k]) for k in claimed)
     return bool(claimed == actual)
+
+
+# ---------------------------------------------------------------- registry entries (dict and set literals)
+
+
+class NotRegistry(Exception):
+    """The cited definition does not assign a dict or set literal."""
+
+
+def assigned_value(node: ast.AST) -> ast.expr:
+    """The value expression of a module constant or class field assignment."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        return node.value
+    raise NotRegistry("the cited definition is not an assignment")
+
+
+def registry_entries(node: ast.AST) -> dict[Any, ast.expr]:
+    """Key -> value node of the dict literal assigned at `node`; for a set literal, member -> member node.
+
+    Keys must be literals; a `**other` spread or a computed key is reported as NotRegistry."""
+    value = assigned_value(node)
+    if isinstance(value, ast.Dict):
+        entries: dict[Any, ast.expr] = {}
+        for key, item in zip(value.keys, value.values, strict=True):
+            if key is None:
+                raise NotRegistry(f"line {item.lineno}: `**{ast.unparse(item)}` spread into the dict")
+            entries[_literal(key).value] = item
+        return entries
+    if isinstance(value, ast.Set):
+        return {_literal(member).value: member for member in value.elts}
+    raise NotRegistry(f"line {value.lineno}: `{ast.unparse(value)[:60]}` is not a dict or set literal")
+
+
+def expression_value(node: ast.expr) -> Any:
+    """A literal as its value; a name or attribute (`PIPELINE`, `Enum.MEMBER`) as its source text."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ast.unparse(node)
+
+
+def registry_entry(node: ast.AST, key: Any) -> SourceDefault:
+    """The value key `key` maps to in the dict literal assigned at `node` (literal or source text)."""
+    entries = registry_entries(node)
+    if key not in entries:
+        raise NoDefault(f"key {key!r} is not in the literal")
+    item = entries[key]
+    return SourceDefault(expression_value(item), item.lineno)
