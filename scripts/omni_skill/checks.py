@@ -17,7 +17,8 @@ from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .resolve import ENGINE_REVISION_RE, Unresolved, resolve_label
-from .searchspace import EvalFile, load_search_space, validation_findings
+from .datafiles import EvalFile
+from .searchspace import load_search_space, validation_findings
 from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, read_text, valid_labels
 from .source import BlobError, Source
 from .structure import check_structure

@@ -189,10 +189,15 @@ def source_path(arg: str | None) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def _root(args: argparse.Namespace) -> Path:
-    from .skill import find_root
+def find_root() -> Path:
+    """The skill these scripts belong to (scripts/omni_skill/ sits two levels below its root),
+    else the current folder."""
+    here = Path(__file__).resolve().parents[2]
+    return here if (here / SKILL_FILE).exists() else Path.cwd()
 
-    root: Path = find_root(args.root)
+
+def _root(args: argparse.Namespace) -> Path:
+    root: Path = args.root if args.root is not None else find_root()
     if not root.is_dir():
         raise UsageError(f"{root}: no such folder")
     if not (root / SKILL_FILE).exists() and args.verb != "check":
@@ -288,17 +293,31 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_search_space(args: argparse.Namespace) -> int:
     import yaml
 
-    from .searchspace import SEARCH_SPACE_PATH, load_search_space, select
+    from .searchspace import SEARCH_SPACE_PATH, load_search_space, read_search_space, select
 
     root = _root(args)
-    space, findings = load_search_space(root)
+    data, bad_line = read_search_space(root)
+    if bad_line is not None:
+        print(f"{SEARCH_SPACE_PATH}:{bad_line}: yaml-invalid: not valid YAML", file=sys.stderr)
+        return 1
+    if data is None:
+        raise UsageError(f"{root / SEARCH_SPACE_PATH}: no search space in this skill")
+    try:
+        _, findings = load_search_space(root)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "pydantic":
+            raise
+        print(
+            f"omni-skill search-space: note: pydantic is not installed, so {SEARCH_SPACE_PATH} was not "
+            "validated against its schema (`check` does that)",
+            file=sys.stderr,
+        )
+        findings = []
     if findings:
         for finding in findings:
             print(finding.one_line(), file=sys.stderr)
         return 1
-    if space is None:
-        raise UsageError(f"{root / SEARCH_SPACE_PATH}: no search space in this skill")
-    chosen = select(space, args.stage_type, args.scope)
+    chosen = select(data, args.stage_type, args.scope)
     if args.format == "json":
         print(json.dumps(chosen, indent=2, ensure_ascii=False))
     else:

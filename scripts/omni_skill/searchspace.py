@@ -1,79 +1,59 @@
-"""The engine search space (`references/architecture-search/search-space.yaml`) and evals formats."""
+"""The engine search space (`references/architecture-search/search-space.yaml`): read with pyyaml
+alone, so the `search-space` verb runs where only pyyaml is installed; validated against its
+schema (`datafiles.SearchSpace`, pydantic) by `check` and, when pydantic is there, by the verb."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .anchors.yaml_keys import LOADER
-from .findings import Finding
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from .datafiles import SearchSpace
+    from .findings import Finding
 
 SEARCH_SPACE_PATH = "references/architecture-search/search-space.yaml"
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion", "all")
 
 
-class Setting(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    scope: Literal["per-stage", "pipeline", "diffusion", "env", "cli"]
-    source: str = Field(pattern=r"^src:", description="owner citation label")
-    param: str | None = None
-    read_by: list[str] = Field(min_length=1, description="labels of the code that reads the value")
-    default: Any = None
-    default_note: str | None = None
-    type: Literal["int", "float", "bool", "str", "enum", "list", "dict", "path"]
-    allowed: str | None = None
-    values: list[Any] | None = None
-    stage_types: list[Literal["llm_ar", "llm_generation", "diffusion", "all"]] = Field(min_length=1)
-    interactions: list[str] = Field(default_factory=list)
-    label: Literal["existing setting", "implementation change", "research extension"]
-    measure: str = Field(min_length=1)
-
-
-class SearchSpace(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: Literal[1]
-    settings: list[Setting]
-
-
-class Eval(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1)
-    question: str = Field(min_length=1)
-    expected: str = Field(min_length=1)
-    labels: list[str] = Field(min_length=1)
-
-
-class EvalFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    branch: Literal["architecture-search", "serving-tuning", "extension-validation"]
-    evals: list[Eval]
-
-
 def validation_findings(rel: str, error: ValidationError, kind: str) -> list[Finding]:
+    from .findings import Finding
+
     return [
         Finding(kind=kind, file=rel, message=f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}")
         for e in error.errors()
     ]
 
 
-def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
+def read_search_space(root: Path) -> tuple[Any, int | None]:
+    """The file's YAML data, or (None, line) when it does not parse (line 0 when unknown).
+    (None, None) when the skill has no search space."""
     path = root / SEARCH_SPACE_PATH
     if not path.exists():
-        return None, []
+        return None, None
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER), None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 0
-        return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=line, message="not valid YAML")]
+        return None, mark.line + 1 if mark else 0
+
+
+def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
+    from pydantic import ValidationError
+
+    from .datafiles import SearchSpace
+    from .findings import Finding
+
+    data, bad_line = read_search_space(root)
+    if bad_line is not None:
+        return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=bad_line, message="not valid YAML")]
+    if data is None:
+        return None, []
     try:
         space = SearchSpace.model_validate(data)
     except ValidationError as exc:
@@ -96,12 +76,17 @@ def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
     return space, findings
 
 
-def select(space: SearchSpace, stage_type: str | None, scope: str | None) -> list[dict[str, Any]]:
+def select(data: Any, stage_type: str | None, scope: str | None) -> list[dict[str, Any]]:
+    """The settings (as written in the file) that apply to a stage type and scope."""
+    settings = data.get("settings") if isinstance(data, dict) else None
     chosen = []
-    for setting in space.settings:
-        if stage_type and stage_type not in setting.stage_types and "all" not in setting.stage_types:
+    for setting in settings if isinstance(settings, list) else []:
+        if not isinstance(setting, dict):
             continue
-        if scope and setting.scope != scope:
+        types = setting.get("stage_types") or []
+        if stage_type and stage_type not in types and "all" not in types:
             continue
-        chosen.append(setting.model_dump(mode="json", exclude_unset=True))
+        if scope and setting.get("scope") != scope:
+            continue
+        chosen.append(setting)
     return chosen

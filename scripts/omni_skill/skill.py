@@ -20,16 +20,6 @@ EVALS = "evals"
 PYTEST_RE = re.compile(r"^\s*(?:\$\s+)?(?:python3?\s+-m\s+)?pytest\s+(.*)$")
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The skill root: the given folder, else the one this package sits in, else the cwd."""
-    if start is not None:
-        return start
-    here = Path(__file__).resolve().parents[2]
-    if (here / SKILL_FILE).exists():
-        return here
-    return Path.cwd()
-
-
 def markdown_files(root: Path) -> list[str]:
     files = [SKILL_FILE] if (root / SKILL_FILE).exists() else []
     files += sorted(p.relative_to(root).as_posix() for p in (root / REFERENCES).rglob("*.md"))
