@@ -12,12 +12,12 @@ from pydantic import ValidationError
 from .anchors import AnchorError, Span, fingerprint, locate, python
 from .anchors.yaml_keys import LOADER, node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
+from .datafiles import EvalFile
 from .findings import Finding, sort_findings
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .resolve import ENGINE_REVISION_RE, Unresolved, resolve_label
-from .datafiles import EvalFile
 from .searchspace import load_search_space, validation_findings
 from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, read_text, valid_labels
 from .source import BlobError, Source
