@@ -106,7 +106,7 @@ def test_check_json_and_markdown_formats(skill, engine, capsys):
     assert (
         data["ok"] is True
         and data["citations"] == 5
-        and [s["check"] for s in data["skipped"]] == ["records", "defaults", "tests"]
+        and [s["check"] for s in data["skipped"]] == ["records", "defaults", "tests", "models"]
     )
     assert check(skill, None, "--format", "markdown") == 0
     assert capsys.readouterr().out.startswith("### vllm-omni skill `check`")

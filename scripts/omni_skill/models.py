@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -46,7 +46,14 @@ from .source import BlobError, Source
 
 MODELS_PATH = "references/architecture-search/models.yaml"
 STAGE_CLASS = "src:vllm_omni/config/stage_config.py::StagePipelineConfig"
-STAGE_FIELDS = ("stage_id", "model_stage", "execution_type", "final_output", "final_output_type", "sampling_constraints")
+STAGE_FIELDS = (
+    "stage_id",
+    "model_stage",
+    "execution_type",
+    "final_output",
+    "final_output_type",
+    "sampling_constraints",
+)
 CONFIG_FIELDS = ("model_type", "model_arch", "default_deploy_config_name", "hf_architectures", "diffusers_class_name")
 DEPLOY_FIELDS = ("devices", "gpu_memory_utilization", "num_replicas", "max_num_seqs")
 DIFFUSION_PACKAGE = "vllm_omni.diffusion.models"
@@ -200,7 +207,9 @@ def _duplicates(catalogue: Catalogue) -> list[Finding]:
         ("diffusion arch", [d.arch for d in catalogue.diffusion]),
     ):
         for name in sorted({n for n in names if names.count(n) > 1}):
-            findings.append(Finding(kind="models-invalid", file=MODELS_PATH, message=f"{what} {name!r} is listed twice"))
+            findings.append(
+                Finding(kind="models-invalid", file=MODELS_PATH, message=f"{what} {name!r} is listed twice")
+            )
     return findings
 
 
@@ -214,7 +223,9 @@ def load(root: Path) -> Loaded:
         data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        finding = Finding(kind="yaml-invalid", file=MODELS_PATH, line=mark.line + 1 if mark else 0, message="not valid YAML")
+        finding = Finding(
+            kind="yaml-invalid", file=MODELS_PATH, line=mark.line + 1 if mark else 0, message="not valid YAML"
+        )
         return Loaded(None, findings=[finding])
     lines: dict[Path_, int] = {}
     if node is not None:
@@ -440,7 +451,9 @@ class Checker:
 
     def compare(self, path: Path_, what: str, claimed: Any, actual: Any, label: str) -> None:
         if not same_value(claimed, actual):
-            self.add("models-mismatch", path, f"{what}: the catalogue says {claimed!r}, the source says {actual!r}", label)
+            self.add(
+                "models-mismatch", path, f"{what}: the catalogue says {claimed!r}, the source says {actual!r}", label
+            )
 
     def registry(self, label: str, path: Path_) -> dict[Any, ast.expr] | None:
         try:
@@ -452,7 +465,7 @@ class Checker:
             return None
 
 
-def _completeness(check: Checker, label: str, keys: set[Any], listed: dict[Any, Path_], what: str) -> None:
+def _completeness(check: Checker, label: str, keys: set[Any], listed: Mapping[Any, Path_], what: str) -> None:
     for key in sorted(keys - set(listed), key=str):
         check.add("models-missing", ("registries",), f"{what} {key!r} of {label} has no entry in the catalogue", label)
     for key in sorted(set(listed) - keys, key=str):
@@ -609,12 +622,16 @@ def _check_deploy(check: Checker, where: Path_, deploy: DeployFile) -> None:
         check.add("models-unresolved", where, f"{label.path} is not valid YAML at the revision", deploy.source)
         return
     data = data if isinstance(data, dict) else {}
-    check.compare((*where, "base_config"), f"{label.path} base_config", deploy.base_config, data.get("base_config"), deploy.source)
+    check.compare(
+        (*where, "base_config"), f"{label.path} base_config", deploy.base_config, data.get("base_config"), deploy.source
+    )
     stages = data.get("stages") or []
     by_id = {s.get("stage_id"): (i, s) for i, s in enumerate(stages) if isinstance(s, dict)}
     listed = {s.stage_id for s in deploy.stages}
     for stage_id in sorted(set(by_id) - listed, key=str):
-        check.add("models-missing", (*where, "stages"), f"{label.path}: stage_id {stage_id} has no entry", deploy.source)
+        check.add(
+            "models-missing", (*where, "stages"), f"{label.path}: stage_id {stage_id} has no entry", deploy.source
+        )
     for index, stage in enumerate(deploy.stages):
         if stage.stage_id not in by_id:
             check.add(
@@ -637,7 +654,8 @@ def _check_deploy(check: Checker, where: Path_, deploy: DeployFile) -> None:
 
 
 def _resolver_returns(node: ast.AST) -> list[str]:
-    return [ast.unparse(n.value) for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+    return [ast.unparse(n.value) for n in sorted(returns, key=lambda n: (n.lineno, n.col_offset)) if n.value]
 
 
 def _check_pipelines(check: Checker, catalogue: Catalogue) -> None:
@@ -672,11 +690,17 @@ def _check_alias(check: Checker, where: Path_, entry: PipelineEntry, by_key: dic
     if entry.alias_of is not None:
         target = by_key.get(entry.alias_of)
         if target is None or target.value != entry.value or target.alias_of is not None:
-            check.add("models-mismatch", (*where, "alias_of"), f"{entry.key}: alias_of {entry.alias_of!r} maps elsewhere")
+            check.add(
+                "models-mismatch", (*where, "alias_of"), f"{entry.key}: alias_of {entry.alias_of!r} maps elsewhere"
+            )
         if entry.configs or entry.resolver:
             check.add("models-invalid", (*where, "alias_of"), f"{entry.key}: an alias lists no configs of its own")
     elif same and all(by_key[k].alias_of is None for k in same):
-        check.add("models-mismatch", where, f"{entry.key} maps to the same {entry.value} as {', '.join(same)}: mark one alias_of")
+        check.add(
+            "models-mismatch",
+            where,
+            f"{entry.key} maps to the same {entry.value} as {', '.join(same)}: mark one alias_of",
+        )
     elif not entry.configs and entry.resolver is None:
         check.add("models-invalid", where, f"{entry.key}: neither configs, a resolver nor alias_of")
 
@@ -728,7 +752,9 @@ def _check_diffusion(check: Checker, catalogue: Catalogue) -> None:
         if entry.source is not None:
             _check_diffusion_model(check, ("diffusion", i), entry, registries.diffusion, models or {})
         elif entry.class_ or entry.request_batch or entry.audio_output:
-            check.add("models-invalid", ("diffusion", i), f"{entry.arch}: not in {registries.diffusion}, so no class facts")
+            check.add(
+                "models-invalid", ("diffusion", i), f"{entry.arch}: not in {registries.diffusion}, so no class facts"
+            )
 
 
 def _check_diffusion_model(
@@ -750,7 +776,11 @@ def _check_diffusion_model(
     path = check.engine.module_file(module)
     expected = f"src:{path}::{class_name}" if path else f"src:{module}::{class_name}"
     if entry.class_ != expected:
-        check.add("models-mismatch", (*where, "class"), f"{entry.arch}: the registry loads {expected}, the catalogue cites {entry.class_}")
+        check.add(
+            "models-mismatch",
+            (*where, "class"),
+            f"{entry.arch}: the registry loads {expected}, the catalogue cites {entry.class_}",
+        )
         return
     if path is None:
         return
@@ -772,7 +802,9 @@ FALLBACKS = {
 }
 
 
-def _check_flag(check: Checker, where: Path_, arch: str, flag: Flag, found: tuple[str, ast.ClassDef], attribute: str) -> None:
+def _check_flag(
+    check: Checker, where: Path_, arch: str, flag: Flag, found: tuple[str, ast.ClassDef], attribute: str
+) -> None:
     try:
         resolved = class_attribute(check.engine, found[0], found[1], attribute)
     except (NotLiteral, Unavailable) as exc:
@@ -783,7 +815,12 @@ def _check_flag(check: Checker, where: Path_, arch: str, flag: Flag, found: tupl
     else:
         source, value = resolved
     if flag.source != source:
-        check.add("models-mismatch", (*where, "source"), f"{arch}.{attribute} is decided by {source}, not {flag.source}", flag.source)
+        check.add(
+            "models-mismatch",
+            (*where, "source"),
+            f"{arch}.{attribute} is decided by {source}, not {flag.source}",
+            flag.source,
+        )
     check.compare((*where, "value"), f"{arch}.{attribute}", flag.value, bool(value), source)
 
 
