@@ -19,14 +19,25 @@ if TYPE_CHECKING:
 ENV_VAR = "VLLM_OMNI_SOURCE"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
-# Settings that would make git run programs named in a repository's own configuration.
+# Settings that would make git run programs named in a repository's own configuration. No
+# transport may run at all (a partial clone would otherwise fetch missing objects through the
+# repository's own remote settings: core.sshCommand, core.gitProxy, remote.*.uploadpack).
 SAFE_CONFIG = (
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "diff.external=",
     "core.pager=cat",
+    "protocol.allow=never",
     "protocol.ext.allow=never",
+    "credential.helper=",
+    "core.askPass=",
 )
+SAFE_ENVIRONMENT = {
+    "GIT_NO_LAZY_FETCH": "1",  # never fetch a missing object of a partial clone
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,14 @@ class BlobError(Exception):
 class EngineFiles(Protocol):
     """What resolving a label needs of an engine: a git `Source` or a tree without git."""
 
+    def absent(self, what: str) -> str:
+        """Why an object is not here: a partial clone is never fetched from (that would run the
+        repository's own transport settings)."""
+        return (
+            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetch the revision first "
+            f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
+        )
+
     @property
     def where(self) -> str: ...
 
@@ -65,8 +84,13 @@ class Source:
     """One engine repository (bare or not) opened at one revision."""
 
     def __init__(self, path: Path, revision: str):
-        import git  # imported here: verbs that read no git repository must not need gitpython
-        from git.exc import InvalidGitRepositoryError, NoSuchPathError
+        try:  # imported here: verbs that read no git repository must not need gitpython
+            import git
+            from git.exc import InvalidGitRepositoryError, NoSuchPathError
+        except ImportError as exc:
+            if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("git"):
+                raise  # the package itself is missing: the CLI names it
+            raise UsageError(f"git cannot be run ({str(exc).splitlines()[0]}): put git on the PATH") from None
 
         self.path = path
         self.repo: git.Repo
@@ -76,7 +100,7 @@ class Source:
             raise UsageError(f"{path}: not a git repository (give --source or {ENV_VAR})") from None
         # Every git process, the persistent `cat-file --batch` included, reads this object store
         # only, with the settings that could run a program of the repository's own switched off.
-        self.repo.git.update_environment(GIT_DIR=str(self.repo.git_dir))
+        self.repo.git.update_environment(GIT_DIR=str(self.repo.git_dir), **SAFE_ENVIRONMENT)
         self.repo.git.set_persistent_git_options(c=list(SAFE_CONFIG))
         self.revision = revision
         self.commit = self.resolve(revision)
@@ -104,6 +128,14 @@ class Source:
             raise UsageError(f"{self.path}: revision {revision} is not in this repository{shallow}") from None
         return sha.strip()
 
+    def absent(self, what: str) -> str:
+        """Why an object is not here: a partial clone is never fetched from (that would run the
+        repository's own transport settings)."""
+        return (
+            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetch the revision first "
+            f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
+        )
+
     @property
     def where(self) -> str:
         return self.commit[:12]
@@ -117,7 +149,12 @@ class Source:
     @property
     def tree(self) -> dict[str, TreeEntry]:
         if self._tree is None:
-            listing = self.git("ls-tree", "-r", "-z", "--full-tree", self.commit)
+            from git.exc import GitCommandError
+
+            try:
+                listing = self.git("ls-tree", "-r", "-z", "--full-tree", self.commit)
+            except GitCommandError:
+                raise UsageError(self.absent(f"the tree of {self.commit[:12]}")) from None
             entries: dict[str, TreeEntry] = {}
             for record in listing.split("\0"):
                 if not record:
@@ -142,7 +179,10 @@ class Source:
             raise BlobError("is a symbolic link at the revision; cite its target instead")
         if entry.is_submodule:
             raise BlobError("is a submodule entry at the revision, not a file")
-        data = self.repo.odb.stream(bytes.fromhex(entry.sha)).read()
+        try:
+            data = self.repo.odb.stream(bytes.fromhex(entry.sha)).read()
+        except (ValueError, OSError) as exc:  # `cat-file --batch` answers "missing" (gitdb's BadObject is a ValueError)
+            raise UsageError(self.absent(f"{path} (blob {entry.sha[:12]})")) from exc
         if b"\0" in data:
             raise BlobError("is a binary file")
         try:
