@@ -3,7 +3,6 @@ every error is one line, nothing passes silently, and no file is half-written.""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -108,7 +107,7 @@ def test_partial_clone_bump_to_another_commit_does_not_fetch(partial, engine, ca
 
 def test_partial_clone_works_once_the_revision_is_fetched(partial, capsys):
     clone, skill, sha, marker = partial
-    subprocess.run(["git", "-C", str(clone), "-c", f"remote.origin.uploadpack=git-upload-pack", "checkout", "-q", sha])
+    subprocess.run(["git", "-C", str(clone), "-c", "remote.origin.uploadpack=git-upload-pack", "checkout", "-q", sha])
     marker.unlink(missing_ok=True)
     capsys.readouterr()
     assert main(["check", "--root", str(skill), "--source", str(clone)]) == 0, capsys.readouterr().out

@@ -62,14 +62,6 @@ class BlobError(Exception):
 class EngineFiles(Protocol):
     """What resolving a label needs of an engine: a git `Source` or a tree without git."""
 
-    def absent(self, what: str) -> str:
-        """Why an object is not here: a partial clone is never fetched from (that would run the
-        repository's own transport settings)."""
-        return (
-            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetch the revision first "
-            f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
-        )
-
     @property
     def where(self) -> str: ...
 
@@ -127,6 +119,14 @@ class Source:
             shallow = " (the clone is shallow: fetch that revision)" if self.is_shallow() else ""
             raise UsageError(f"{self.path}: revision {revision} is not in this repository{shallow}") from None
         return sha.strip()
+
+    def absent(self, what: str) -> str:
+        """Why an object is not here: a partial clone is never fetched from (that would run the
+        repository's own transport settings)."""
+        return (
+            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetch the revision first "
+            f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
+        )
 
     def absent(self, what: str) -> str:
         """Why an object is not here: a partial clone is never fetched from (that would run the
