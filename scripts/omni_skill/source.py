@@ -128,14 +128,6 @@ class Source:
             f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
         )
 
-    def absent(self, what: str) -> str:
-        """Why an object is not here: a partial clone is never fetched from (that would run the
-        repository's own transport settings)."""
-        return (
-            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetch the revision first "
-            f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
-        )
-
     @property
     def where(self) -> str:
         return self.commit[:12]
