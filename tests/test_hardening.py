@@ -131,3 +131,91 @@ def test_a_source_verb_without_git_on_the_path_is_one_line(partial, tmp_path):
             assert done.returncode == 2 and done.stderr.count("\n") == 1 and "put git on the PATH" in done.stderr
         else:
             assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- 2. no hang, no unbounded memory; 4. no silent false pass ----------------------------------
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)
+
+
+def data_skill(tmp_path: Path, data: str, name: str = "references/branch/data.yaml") -> Path:
+    skill = make_skill(tmp_path / "skill", "# Branch\n\n[data](data.yaml)\n")
+    (skill / name).parent.mkdir(parents=True, exist_ok=True)
+    (skill / name).write_text(data)
+    return skill
+
+
+def check_out(skill: Path, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["check", "--root", str(skill)])
+    return code, capsys.readouterr().out
+
+
+def test_alias_bomb_in_a_data_file_is_a_finding_not_a_hang(tmp_path, capsys):
+    import time
+
+    skill = data_skill(tmp_path, BOMB)
+    start = time.monotonic()
+    code, out = check_out(skill, capsys)
+    assert time.monotonic() - start < 10
+    assert code == 1 and "references/branch/data.yaml:1: yaml-invalid: YAML anchors (&a) are not allowed" in out
+
+
+def test_alias_bomb_in_the_search_space_is_one_line(tmp_path, capsys):
+    import time
+
+    skill = data_skill(tmp_path, BOMB, "references/architecture-search/search-space.yaml")
+    start = time.monotonic()
+    capsys.readouterr()
+    assert main(["search-space", "--root", str(skill)]) == 1
+    assert time.monotonic() - start < 10
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "search-space.yaml:1: yaml-invalid: YAML anchors (&a)" in err
+
+
+def test_alias_bomb_in_evals_and_frontmatter(tmp_path, capsys):
+    skill = data_skill(tmp_path, "x: 1\n")
+    (skill / "evals").mkdir()
+    (skill / "evals/bomb.yaml").write_text(BOMB)
+    text = (skill / "SKILL.md").read_text().replace("license: Apache-2.0\n", "license: &l Apache-2.0\nx: *l\n")
+    (skill / "SKILL.md").write_text(text)
+    code, out = check_out(skill, capsys)
+    assert code == 1
+    assert "evals/bomb.yaml:1: eval-invalid: YAML anchors (&a)" in out
+    assert "SKILL.md:4: frontmatter-invalid: frontmatter: YAML anchors (&l)" in out
+
+
+def test_deep_nesting_is_a_finding(tmp_path, capsys):
+    skill = data_skill(tmp_path, "a: " + "[" * 5000 + "]" * 5000 + "\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "nested deeper than 32 levels" in out and "Traceback" not in out
+
+
+def test_duplicate_keys_are_findings_with_their_line(tmp_path, capsys):
+    skill = data_skill(tmp_path, "settings:\n  - name: x\n    default: 99999\n    default: 1\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "references/branch/data.yaml:4: yaml-invalid: key 'default' appears twice" in out
+
+
+def test_duplicate_frontmatter_key_is_a_finding(tmp_path, capsys):
+    skill = data_skill(tmp_path, "x: 1\n")
+    text = (skill / "SKILL.md").read_text().replace("license:", "description: Something else entirely.\nlicense:")
+    (skill / "SKILL.md").write_text(text)
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "SKILL.md:4: frontmatter-invalid: frontmatter: key 'description' appears twice" in out
+
+
+def test_duplicate_eval_key_is_a_finding(tmp_path, capsys):
+    skill = data_skill(tmp_path, "x: 1\n")
+    (skill / "evals").mkdir()
+    (skill / "evals/e.yaml").write_text("branch: branch\nbranch: other\nevals: []\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "evals/e.yaml:2: eval-invalid: key 'branch' appears twice" in out
+
+
+def test_same_key_in_sibling_mappings_is_fine(tmp_path, capsys):
+    skill = data_skill(tmp_path, "a:\n  k: 1\nb:\n  k: 2\nc: [{k: 1}, {k: 2}]\nd: {k: {k: 1}}\n")
+    _, out = check_out(skill, capsys)
+    assert "yaml-invalid" not in out, out

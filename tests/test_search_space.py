@@ -21,7 +21,8 @@ SETTING = {
 
 def space_skill(tmp_path, settings):
     root = make_skill(tmp_path / "skill", "# Branch\n\n[space](search-space.yaml)\n")
-    (root / "references/branch/search-space.yaml").write_text(yaml.safe_dump({"version": 1, "settings": settings}))
+    data = json.loads(json.dumps({"version": 1, "settings": settings}))  # no shared objects, so no YAML aliases
+    (root / "references/branch/search-space.yaml").write_text(yaml.safe_dump(data))
     (root / "references/architecture-search").mkdir(parents=True)
     (root / "references/architecture-search/search-space.yaml").write_text(
         (root / "references/branch/search-space.yaml").read_text()

@@ -23,6 +23,7 @@ from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, rea
 from .source import BlobError, Source
 from .structure import check_structure
 from .versions import RELEASES_PATH, check_releases
+from .yamlcheck import yaml_problems
 
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
@@ -237,8 +238,13 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
     findings: list[Finding] = []
     records = index.by_label() if index else {}
     for rel in eval_files(root):
+        text = read_text(root, rel)
+        problems = yaml_problems(text)
+        if problems:
+            findings += [Finding(kind="eval-invalid", file=rel, line=n, message=m) for n, m in problems]
+            continue
         try:
-            data = yaml.load(read_text(root, rel), Loader=LOADER)
+            data = yaml.load(text, Loader=LOADER)
             evals = EvalFile.model_validate(data)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)

@@ -159,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     _common(pack, source=False, fmt=False)
     pack.add_argument("--output", type=Path, default=Path("vllm-omni.skill"), help="default: ./vllm-omni.skill")
 
+    models = verbs.add_parser(
+        "models",
+        help="print the model catalogue: every pipeline-registry key and diffusion model at the pin",
+        description="Print references/architecture-search/models.yaml (all entries, or the one NAME names: a "
+        "pipeline-registry key or a diffusion architecture, case-insensitive) as YAML or JSON.",
+    )
+    _common(models, source=False, fmt=False)
+    models.add_argument("name", nargs="?", help="a pipeline key (e.g. qwen3_omni_moe) or a diffusion architecture")
+    models.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+
     space = verbs.add_parser(
         "search-space",
         help="print the engine search space",
@@ -296,9 +306,9 @@ def cmd_search_space(args: argparse.Namespace) -> int:
     from .searchspace import SEARCH_SPACE_PATH, load_search_space, read_search_space, select
 
     root = _root(args)
-    data, bad_line = read_search_space(root)
-    if bad_line is not None:
-        print(f"{SEARCH_SPACE_PATH}:{bad_line}: yaml-invalid: not valid YAML", file=sys.stderr)
+    data, problem = read_search_space(root)
+    if problem is not None:
+        print(f"{SEARCH_SPACE_PATH}:{problem[0]}: yaml-invalid: {problem[1]}", file=sys.stderr)
         return 1
     if data is None:
         raise UsageError(f"{root / SEARCH_SPACE_PATH}: no search space in this skill")
@@ -322,6 +332,19 @@ def cmd_search_space(args: argparse.Namespace) -> int:
         print(json.dumps(chosen, indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(yaml.safe_dump(chosen, sort_keys=False, allow_unicode=True))
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .models import models_data
+
+    data = models_data(_root(args), args.name)
+    if args.format == "json":
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return 0
 
 
@@ -624,6 +647,7 @@ COMMANDS = {
     "show": cmd_show,
     "releases": cmd_releases,
     "search-space": cmd_search_space,
+    "models": cmd_models,
 }
 
 

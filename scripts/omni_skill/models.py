@@ -42,7 +42,9 @@ from .claims import (
 from .errors import UsageError
 from .findings import Finding
 from .labels import LabelError, parse_label
+from .searchspace import validation_findings
 from .source import BlobError, Source
+from .yamlcheck import yaml_problems
 
 MODELS_PATH = "references/architecture-search/models.yaml"
 STAGE_CLASS = "src:vllm_omni/config/stage_config.py::StagePipelineConfig"
@@ -167,13 +169,6 @@ class Catalogue(_Model):
 # ---------------------------------------------------------------- loading
 
 
-def validation_findings(rel: str, error: ValidationError, kind: str) -> list[Finding]:
-    return [
-        Finding(kind=kind, file=rel, message=f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}")
-        for e in error.errors()
-    ]
-
-
 @dataclass
 class Loaded:
     catalogue: Catalogue | None
@@ -217,7 +212,18 @@ def load(root: Path) -> Loaded:
     path = root / MODELS_PATH
     if not path.exists():
         return Loaded(None)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return Loaded(
+            None,
+            findings=[Finding(kind="yaml-invalid", file=MODELS_PATH, message=f"not valid UTF-8 (byte {exc.start})")],
+        )
+    problems = yaml_problems(text)
+    if problems:
+        return Loaded(
+            None, findings=[Finding(kind="yaml-invalid", file=MODELS_PATH, line=n, message=m) for n, m in problems]
+        )
     try:
         node = yaml.compose(text, Loader=LOADER)
         data = yaml.load(text, Loader=LOADER)

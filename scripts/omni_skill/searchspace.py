@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from .anchors.yaml_keys import LOADER
+from .yamlcheck import yaml_problems
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -30,17 +31,24 @@ def validation_findings(rel: str, error: ValidationError, kind: str) -> list[Fin
     ]
 
 
-def read_search_space(root: Path) -> tuple[Any, int | None]:
-    """The file's YAML data, or (None, line) when it does not parse (line 0 when unknown).
-    (None, None) when the skill has no search space."""
+def read_search_space(root: Path) -> tuple[Any, tuple[int, str] | None]:
+    """The file's YAML data, or (None, (line, why)) when it cannot be read as plain data (line 0
+    when unknown). (None, None) when the skill has no search space."""
     path = root / SEARCH_SPACE_PATH
     if not path.exists():
         return None, None
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER), None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, (0, f"not valid UTF-8 (byte {exc.start})")
+    problems = yaml_problems(text)
+    if problems:
+        return None, problems[0]
+    try:
+        return yaml.load(text, Loader=LOADER), None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        return None, mark.line + 1 if mark else 0
+        return None, (mark.line + 1 if mark else 0, "not valid YAML")
 
 
 def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
@@ -49,9 +57,9 @@ def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
     from .datafiles import SearchSpace
     from .findings import Finding
 
-    data, bad_line = read_search_space(root)
-    if bad_line is not None:
-        return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=bad_line, message="not valid YAML")]
+    data, problem = read_search_space(root)
+    if problem is not None:
+        return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=problem[0], message=problem[1])]
     if data is None:
         return None, []
     try:

@@ -13,6 +13,7 @@ from .anchors.yaml_keys import LOADER
 from .errors import UsageError
 from .findings import Finding
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
+from .yamlcheck import yaml_problems
 
 SKILL_FILE = "SKILL.md"
 REFERENCES = "references"
@@ -75,19 +76,28 @@ def _construct(node: yaml.Node) -> Any:
     return yaml.SafeLoader("").construct_object(node, deep=True)
 
 
-def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, Finding | None]:
+def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, list[Finding]]:
+    """The composed document of a data file, or the findings that stop it from being read: YAML
+    that does not parse, anchors or aliases, nesting too deep, a key twice in one mapping."""
     try:
-        return yaml.compose(read_text(root, rel), Loader=LOADER), None
+        text = read_text(root, rel)
+    except UsageError as exc:
+        return None, [Finding(kind="yaml-invalid", file=rel, message=str(exc).split(": ", 1)[-1])]
+    problems = yaml_problems(text)
+    if problems:
+        return None, [Finding(kind="yaml-invalid", file=rel, line=line, message=message) for line, message in problems]
+    try:
+        return yaml.compose(text, Loader=LOADER), []
     except yaml.YAMLError:
         pass
-    except UnicodeDecodeError:
-        return None, Finding(kind="yaml-invalid", file=rel, message="not valid UTF-8")
     try:  # the pure-Python parser words its errors the same on every machine
-        return yaml.compose(read_text(root, rel), Loader=yaml.SafeLoader), None
+        return yaml.compose(text, Loader=yaml.SafeLoader), []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return None, Finding(kind="yaml-invalid", file=rel, line=mark.line + 1 if mark else 0, message=problem)
+        return None, [Finding(kind="yaml-invalid", file=rel, line=mark.line + 1 if mark else 0, message=problem)]
+    except RecursionError:
+        return None, [Finding(kind="yaml-invalid", file=rel, message="nested too deeply to read")]
 
 
 def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:
@@ -163,10 +173,9 @@ def collect(root: Path) -> SkillLabels:
         if rel.startswith(REFERENCES + "/"):
             out.tests += _tests_in(rel, text)
     for rel in data_files(root):
-        node, problem = yaml_document(root, rel)
-        if problem:
-            out.findings.append(problem)
-        elif node is not None:
+        node, problems = yaml_document(root, rel)
+        out.findings += problems
+        if node is not None:
             _walk_data(rel, node, out)
     items: list[Use | Definition] = [*out.uses, *out.definitions]
     for item in items:

@@ -15,6 +15,7 @@ from .anchors.markdown import slug
 from .findings import Finding
 from .labels import headings, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
+from .yamlcheck import yaml_problems
 
 ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -46,6 +47,10 @@ def parse_frontmatter(text: str) -> Frontmatter:
     except StopIteration:
         raise ValueError("1: frontmatter is not closed by '---'") from None
     block = "\n".join(lines[1:close])
+    problems = yaml_problems(block, first_line=2)
+    if problems:
+        line, message = problems[0]
+        raise ValueError(f"{line}: frontmatter: {message}")
     try:
         node = yaml.compose(block, Loader=yaml.SafeLoader)
         data = yaml.safe_load(block)
