@@ -219,3 +219,36 @@ def test_same_key_in_sibling_mappings_is_fine(tmp_path, capsys):
     skill = data_skill(tmp_path, "a:\n  k: 1\nb:\n  k: 2\nc: [{k: 1}, {k: 2}]\nd: {k: {k: 1}}\n")
     _, out = check_out(skill, capsys)
     assert "yaml-invalid" not in out, out
+
+
+def page_skill(tmp_path: Path, body: str) -> Path:
+    return make_skill(tmp_path / "skill", "# Branch\n\n" + body)
+
+
+def test_a_long_line_of_malformed_labels_is_linear(tmp_path, capsys):
+    import time
+
+    skill = page_skill(tmp_path, "x][src:" * 100_000 + "\n")
+    start = time.monotonic()
+    code, out = check_out(skill, capsys)
+    assert time.monotonic() - start < 10
+    assert code == 1 and "label-invalid" in out
+    assert max(len(line) for line in out.splitlines()) < 1000  # each finding stays a short line
+
+
+@pytest.mark.parametrize("char", ["\x01", "\x1b", "\x7f", "\x85", "\x9b"])
+def test_control_characters_in_a_data_label_are_one_line_findings(tmp_path, capsys, char):
+    skill = data_skill(tmp_path, f'source: "src:pkg/a{char}b.py::X"\n'.replace(char, f"\\x{ord(char):02x}"))
+    code, out = check_out(skill, capsys)
+    finding = [line for line in out.splitlines() if "label-invalid" in line]
+    assert code == 1 and len(finding) == 1 and "has a control character" in finding[0]
+    assert char not in out
+
+
+@pytest.mark.parametrize(
+    "label", ["src:pkg/deploy.yaml::L" + "9" * 5000, "src:pkg/config.py::StageConfig#" + "9" * 5000]
+)
+def test_huge_numbers_in_labels_are_findings(tmp_path, capsys, label):
+    skill = page_skill(tmp_path, f"See [x][{label}].\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "label-invalid" in out and "Traceback" not in out

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 PREFIX = "src:"
-LINE_RANGE = re.compile(r"^L(\d+)(?:-L(\d+))?$")
-PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:#[1-9][0-9]*)?$")
+LINE_RANGE = re.compile(r"^L(\d{1,9})(?:-L(\d{1,9}))?$")  # a line number has at most 9 digits
+PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:#[1-9][0-9]{0,5})?$")
 YAML_ANCHOR = re.compile(r"^(?:[^.\[\]\s]+|\[\d+\])(?:\.[^.\[\]\s]+|\[\d+\])*$")
 MD_ANCHOR = re.compile(r"^#[^\s#]+$")
 
@@ -22,6 +22,7 @@ MD_ANCHOR = re.compile(r"^#[^\s#]+$")
 # labels cannot hold unescaped brackets, so a YAML list index is written `stages\[0\]` in Markdown.
 LABEL_BODY = r"src:(?:\\[\[\]]|[^\[\]\s\\]|\\(?![\[\]]))*"
 USE_START = re.compile(r"\]\[src:")
+WORD = re.compile(r"\S*")
 USE_RE = re.compile(r"\]\[(" + LABEL_BODY + r")\]")
 DEF_RE = re.compile(r"^ {0,3}\[(" + LABEL_BODY + r")\]:[ \t]*(\S*)[ \t]*$")
 
@@ -81,9 +82,16 @@ def check_path(path: str) -> None:
         raise LabelError(f"path {path!r} has an empty, '.' or '..' segment")
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 @lru_cache(maxsize=8192)
 def parse_label(text: str) -> Label:
     """Parse `src:<path>` or `src:<path>::<anchor>`; raise LabelError when it does not parse."""
+    control = CONTROL.search(text)
+    if control:
+        shown = text[: control.start()] + f"\\x{ord(control.group()):02x}"
+        raise LabelError(f"label {shown!r}… has a control character")
     if not text.startswith(PREFIX):
         raise LabelError(f"label {text!r} does not start with {PREFIX!r}")
     body = text[len(PREFIX) :]
@@ -95,6 +103,8 @@ def parse_label(text: str) -> Label:
         raise LabelError(f"label {text!r} has more than one '::'")
     label = Label(path, anchor)
     if anchor:
+        if re.match(r"^L\d+(?:-L\d+)?$", anchor) and not LINE_RANGE.match(anchor):
+            raise LabelError(f"label {text[:80]!r}…: a line number has at most 9 digits")
         line_range = LINE_RANGE.match(anchor)
         if line_range:
             start, end = int(line_range.group(1)), int(line_range.group(2) or line_range.group(1))
@@ -178,8 +188,8 @@ def scan_markdown(rel: str, source: str) -> MarkdownLabels:
             use = USE_RE.match(line, start.start())
             if use:
                 uses.append(Use(rel, index + 1, unescape(use.group(1))))
-            else:
-                malformed.append(Use(rel, index + 1, line[start.start() + 2 :].split()[0]))
+            else:  # the label as far as it goes, for the message (bounded: a line may hold thousands)
+                malformed.append(Use(rel, index + 1, WORD.match(line, start.start() + 2, start.start() + 202)[0]))
     return MarkdownLabels(uses, definitions, malformed)
 
 
