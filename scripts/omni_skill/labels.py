@@ -189,7 +189,8 @@ def scan_markdown(rel: str, source: str) -> MarkdownLabels:
             if use:
                 uses.append(Use(rel, index + 1, unescape(use.group(1))))
             else:  # the label as far as it goes, for the message (bounded: a line may hold thousands)
-                malformed.append(Use(rel, index + 1, WORD.match(line, start.start() + 2, start.start() + 202)[0]))
+                word = WORD.match(line, start.start() + 2, start.start() + 202)
+                malformed.append(Use(rel, index + 1, word.group(0) if word else ""))
     return MarkdownLabels(uses, definitions, malformed)
 
 
