@@ -3,6 +3,7 @@ every error is one line, nothing passes silently, and no file is half-written.""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -252,3 +253,82 @@ def test_huge_numbers_in_labels_are_findings(tmp_path, capsys, label):
     skill = page_skill(tmp_path, f"See [x][{label}].\n")
     code, out = check_out(skill, capsys)
     assert code == 1 and "label-invalid" in out and "Traceback" not in out
+
+
+# --- 6. all-or-nothing across files --------------------------------------------------------------
+
+
+def killed_bump(skill: Path, path: Path, rev: str, when: str) -> subprocess.CompletedProcess:
+    """bump in a subprocess that SIGKILLs itself at the 2nd call of `when` (os.fsync or os.replace)."""
+    script = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+        "from omni_skill import writes\n"
+        f"real = getattr(os, {when!r})\n"
+        "calls = []\n"
+        "def dying(*a):\n"
+        "    calls.append(a)\n"
+        "    if len(calls) == 2:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(*a)\n"
+        f"setattr(writes.os, {when!r}, dying)\n"
+        "from omni_skill.cli import main\n"
+        f"main(['bump', '--root', {str(skill)!r}, '--source', {str(path)!r}, '--to', {rev!r}])\n"
+    )
+    return subprocess.run([sys.executable, "-c", script], capture_output=True)
+
+
+@pytest.fixture
+def pinned_skill(engine, tmp_path):
+    body = "# Branch\n\n- [a][src:pkg/config.py::start]\n- [b][src:pkg/deploy.yaml::connectors.kind]\n"
+    skill = make_skill(tmp_path / "skill", body)
+    path, sha = engine
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 0
+    return skill, path
+
+
+def test_kill_during_the_renames_is_completed_by_the_next_writer(pinned_skill, capsys):
+    skill, path = pinned_skill
+    rev = commit_files(git.Repo(path), {"pkg/config.py": "# moved\n" + CONFIG_PY}, "move")
+    done = killed_bump(skill, path, rev, "replace")  # the 1st replace writes the journal, the 2nd a target
+    assert done.returncode == -9
+    assert (skill / ".omni-skill-write.json").exists()
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill)]) == 1
+    assert "write-unfinished: an interrupted write of" in capsys.readouterr().out
+    assert main(["bump", "--root", str(skill), "--source", str(path), "--to", rev, "--dry-run"]) == 2
+    assert "an interrupted write is pending" in capsys.readouterr().err
+    assert main(["bump", "--root", str(skill), "--source", str(path), "--to", rev]) == 0
+    assert "completed an interrupted write of" in capsys.readouterr().err
+    assert not (skill / ".omni-skill-write.json").exists()
+    assert main(["check", "--root", str(skill), "--source", str(path)]) == 0, capsys.readouterr().out
+    provenance = json.loads((skill / "provenance.json").read_text())
+    assert provenance["revision"] == rev
+    assert not list(skill.rglob(".*.tmp"))
+
+
+def test_kill_before_the_journal_leaves_every_file_old(pinned_skill):
+    skill, path = pinned_skill
+    before = snapshot(skill)
+    rev = commit_files(git.Repo(path), {"pkg/config.py": "# moved\n" + CONFIG_PY}, "move")
+    assert killed_bump(skill, path, rev, "fsync").returncode == -9
+    after = {k: v for k, v in snapshot(skill).items() if not k.rsplit("/", 1)[-1].startswith(".")}
+    assert after == before
+
+
+def test_written_files_keep_their_mode_and_new_ones_follow_the_umask(pinned_skill, engine):
+    import os
+    import stat
+
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.chmod(0o640)
+    (skill / "evidence/index.json").unlink()
+    old = os.umask(0o022)
+    try:
+        rev = commit_files(git.Repo(path), {"pkg/config.py": "# moved\n" + CONFIG_PY}, "move")
+        assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", rev]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(page.stat().st_mode) == 0o640
+    assert stat.S_IMODE((skill / "evidence/index.json").stat().st_mode) == 0o644

@@ -23,6 +23,7 @@ from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, rea
 from .source import BlobError, Source
 from .structure import check_structure
 from .versions import RELEASES_PATH, check_releases
+from .writes import JOURNAL, pending
 from .yamlcheck import yaml_problems
 
 SOURCE_CHECKS = (
@@ -440,6 +441,16 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
     index, provenance, findings = load_state(root)
     ran = ["structure", "labels", "definitions", "data", "evals"]
     findings += check_structure(root, installed)
+    unfinished = pending(root)
+    if unfinished:
+        findings.append(
+            Finding(
+                kind="write-unfinished",
+                file=JOURNAL,
+                message=f"an interrupted write of {len(unfinished)} files: run `omni-skill resolve` (or the verb "
+                "that was interrupted) to complete it",
+            )
+        )
     findings += collected.findings
     findings += check_definitions(collected)
     if index and provenance:

@@ -34,6 +34,7 @@ ENV_VAR = "VLLM_OMNI_SOURCE"
 RELEASES_PATH = "evidence/releases.json"
 VERSIONS_PAGE = "references/serving-tuning/versions.md"
 SKILL_FILE = "SKILL.md"
+WRITERS = ("resolve", "bump", "releases")  # verbs that write the skill: they finish an interrupted write first
 # import name -> the distribution to install
 PACKAGES = {
     "yaml": "pyyaml",
@@ -212,6 +213,17 @@ def _root(args: argparse.Namespace) -> Path:
         raise UsageError(f"{root}: no such folder")
     if not (root / SKILL_FILE).exists() and args.verb != "check":
         raise UsageError(f"{root}: no {SKILL_FILE} here (give --root)")
+    if args.verb in WRITERS:
+        from .writes import JOURNAL, pending, recover
+
+        if pending(root):
+            if getattr(args, "dry_run", False):
+                raise UsageError(
+                    f"{root / JOURNAL}: an interrupted write is pending: run `omni-skill {args.verb}` "
+                    "without --dry-run to complete it first"
+                )
+            done = recover(root)
+            print(f"omni-skill {args.verb}: completed an interrupted write of {len(done)} files", file=sys.stderr)
     return root
 
 
@@ -254,7 +266,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     try:
         previous = load_provenance(root)
     except ValueError as exc:
-        raise UsageError(f"{root / 'provenance.json'}: {str(exc).splitlines()[0]}") from None
+        raise UsageError(_invalid(root / "provenance.json", exc)) from None
     revision = args.revision or (previous.revision if previous else None)
     if revision is None:
         raise UsageError("no pinned revision yet: give --revision SHA")
@@ -348,14 +360,29 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _invalid(path: Path, exc: ValueError) -> str:
+    """One line: the file, the field path and the reason (pydantic), or the JSON error."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        found = errors()
+        loc = ".".join(str(p) for p in found[0]["loc"]) or "(top)"
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return f"{path}: {loc}: {found[0]['msg']}{more}"
+    return f"{path}: {str(exc).splitlines()[0]}"
+
+
 def _pinned_state(root: Path) -> tuple[EvidenceIndex, Provenance]:
     from .index import load_index
     from .provenance import load_provenance
 
     try:
-        index, provenance = load_index(root), load_provenance(root)
+        index = load_index(root)
     except ValueError as exc:
-        raise UsageError(f"{root}: evidence index or provenance is invalid: {str(exc).splitlines()[0]}") from None
+        raise UsageError(_invalid(root / "evidence/index.json", exc)) from None
+    try:
+        provenance = load_provenance(root)
+    except ValueError as exc:
+        raise UsageError(_invalid(root / "provenance.json", exc)) from None
     if index is None or provenance is None:
         raise UsageError(f"{root}: no evidence index or provenance yet: run `omni-skill resolve` first")
     return index, provenance
@@ -658,7 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
         if top not in PACKAGES:
-            raise
+            return _internal(args.verb, exc)
         print(
             f"omni-skill {args.verb}: needs the Python package '{PACKAGES[top]}' — python3 -m pip install "
             f"{PACKAGES[top]} (or: uv run scripts/omni-skill {args.verb} …)",
@@ -666,14 +693,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except UsageError as exc:
-        print(f"omni-skill {args.verb}: error: {exc}", file=sys.stderr)
+        print(f"omni-skill {args.verb}: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"omni-skill {args.verb}: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"omni-skill {args.verb}: error: {where}{_one_line(exc.strerror or str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"omni-skill {args.verb}: interrupted; nothing was half-written", file=sys.stderr)
+        print(f"omni-skill {args.verb}: interrupted; {_after_interrupt(args)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # the last resort: each known cause has its own handling
+        return _internal(args.verb, exc)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:2000]
+
+
+def _internal(verb: str, exc: BaseException) -> int:
+    print(
+        f"omni-skill {verb}: internal error: {type(exc).__name__}: {_one_line(str(exc))[:300]} "
+        "(please report it with the command that caused it)",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def _after_interrupt(args: argparse.Namespace) -> str:
+    from .writes import JOURNAL, pending
+
+    root = args.root if args.root is not None else find_root()
+    if args.verb in WRITERS and pending(root):
+        return f"the last renames of a write are recorded in {JOURNAL}: run the same command again to complete them"
+    return "no write was left half-done"
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,8 +66,21 @@ def schema_json() -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
+def strict_json(text: str) -> Any:
+    """JSON data; ValueError when an object holds a key twice (json keeps the last one silently)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f"key {twice[0]!r} appears twice in one object")
+        return dict(items)
+
+    return json.loads(text, object_pairs_hook=pairs)
+
+
 def load_index(root: Path) -> EvidenceIndex | None:
     path = root / INDEX_PATH
     if not path.exists():
         return None
-    return EvidenceIndex.model_validate_json(path.read_text(encoding="utf-8"))
+    return EvidenceIndex.model_validate(strict_json(path.read_text(encoding="utf-8")))

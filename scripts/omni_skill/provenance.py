@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .index import REPOSITORY_URL
+from .index import REPOSITORY_URL, strict_json
 from .source import BlobError, Source
 
 PROVENANCE_PATH = "provenance.json"
@@ -49,7 +49,7 @@ def load_provenance(root: Path) -> Provenance | None:
     path = root / PROVENANCE_PATH
     if not path.exists():
         return None
-    return Provenance.model_validate_json(path.read_text(encoding="utf-8"))
+    return Provenance.model_validate(strict_json(path.read_text(encoding="utf-8")))
 
 
 def companion_requirement(source: Source) -> Companion | None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .bump import BumpEntry, UseContext, classify, counts, use_contexts
 from .findings import Finding
-from .index import EvidenceIndex, EvidenceRecord
+from .index import EvidenceIndex, EvidenceRecord, strict_json
 from .trees import FileTree
 
 RELEASES_PATH = "evidence/releases.json"
@@ -191,7 +191,7 @@ def load_matrix(root: Path) -> ReleaseMatrix | None:
     path = root / RELEASES_PATH
     if not path.exists():
         return None
-    return ReleaseMatrix.model_validate_json(path.read_text(encoding="utf-8"))
+    return ReleaseMatrix.model_validate(strict_json(path.read_text(encoding="utf-8")))
 
 
 def stale(found: ReleaseMatrix, index: EvidenceIndex) -> str:
