@@ -335,11 +335,14 @@ def test_submodule_entry_is_a_finding(skill, engine, capsys):
     assert "file-unreadable: vendor/lib is a submodule entry at the revision" in capsys.readouterr().out
 
 
-def test_non_utf8_page_is_a_one_line_error(skill, capsys):
+def test_non_utf8_page_is_a_finding_with_its_line(skill, capsys):
     (skill / "references/branch/README.md").write_bytes(b"# Branch\n\xff\xfe\n")
-    assert main(["check", "--root", str(skill)]) == 2
+    assert main(["check", "--root", str(skill)]) == 1
+    out = capsys.readouterr().out
+    assert "references/branch/README.md:2: encoding: not valid UTF-8 (byte 9)" in out
+    assert main(["resolve", "--root", str(skill), "--source", "/nonexistent"]) == 2
     err = capsys.readouterr().err
-    assert err == "omni-skill check: error: references/branch/README.md: not valid UTF-8 (byte 9)\n"
+    assert err.count("\n") == 1 and "references/branch/README.md:2: encoding: not valid UTF-8 (byte 9)" in err
 
 
 def test_pytest_references_in_data_files_must_exist(skill, engine, capsys):

@@ -19,7 +19,16 @@ from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .resolve import ENGINE_REVISION_RE, Unresolved, resolve_label
 from .searchspace import load_search_space, validation_findings
-from .skill import REFERENCES, SKILL_FILE, SkillLabels, collect, eval_files, read_text, valid_labels
+from .skill import (
+    REFERENCES,
+    SKILL_FILE,
+    SkillLabels,
+    collect,
+    eval_files,
+    read_text,
+    unreadable_files,
+    valid_labels,
+)
 from .source import BlobError, Source
 from .structure import check_structure
 from .versions import RELEASES_PATH, check_releases
@@ -437,6 +446,9 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
 
 
 def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+    unreadable = unreadable_files(root)
+    if unreadable:  # every other check reads these files: report them alone
+        return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])
     collected = collect(root)
     index, provenance, findings = load_state(root)
     ran = ["structure", "labels", "definitions", "data", "evals"]

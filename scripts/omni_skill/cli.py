@@ -34,7 +34,10 @@ ENV_VAR = "VLLM_OMNI_SOURCE"
 RELEASES_PATH = "evidence/releases.json"
 VERSIONS_PAGE = "references/serving-tuning/versions.md"
 SKILL_FILE = "SKILL.md"
-WRITERS = ("resolve", "bump", "releases")  # verbs that write the skill: they finish an interrupted write first
+# Verbs that write the skill finish an interrupted write first; verbs that read pages refuse
+# unreadable ones (check reports them as findings itself).
+WRITERS = ("resolve", "bump", "releases")
+PAGE_READERS = ("resolve", "bump", "drift", "show", "releases", "install", "package")
 # import name -> the distribution to install
 PACKAGES = {
     "yaml": "pyyaml",
@@ -213,6 +216,12 @@ def _root(args: argparse.Namespace) -> Path:
         raise UsageError(f"{root}: no such folder")
     if not (root / SKILL_FILE).exists() and args.verb != "check":
         raise UsageError(f"{root}: no {SKILL_FILE} here (give --root)")
+    if args.verb in PAGE_READERS:
+        from .skill import unreadable_files
+
+        unreadable = unreadable_files(root)
+        if unreadable:
+            raise UsageError(f"{unreadable[0].one_line()} (run `omni-skill check` for every such file)")
     if args.verb in WRITERS:
         from .writes import JOURNAL, pending, recover
 

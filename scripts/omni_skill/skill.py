@@ -37,6 +37,31 @@ def eval_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in found)
 
 
+MAX_FILE_BYTES = 1024 * 1024  # a page or data file; the largest today is about 60 kB
+
+
+def unreadable_files(root: Path) -> list[Finding]:
+    """Pages, data and eval files that are too large or not UTF-8: every other check reads them,
+    so these are reported alone (file and line of the first bad byte)."""
+    findings: list[Finding] = []
+    for rel in [*markdown_files(root), *data_files(root), *eval_files(root)]:
+        path = root / rel
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            message = f"{size} bytes, over the {MAX_FILE_BYTES} a skill file may have"
+            findings.append(Finding(kind="size-budget", file=rel, message=message))
+            continue
+        data = path.read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            findings.append(
+                Finding(kind="encoding", file=rel, line=line, message=f"not valid UTF-8 (byte {exc.start})")
+            )
+    return findings
+
+
 def read_text(root: Path, rel: str) -> str:
     try:
         return (root / rel).read_text(encoding="utf-8")
