@@ -332,3 +332,33 @@ def test_written_files_keep_their_mode_and_new_ones_follow_the_umask(pinned_skil
         os.umask(old)
     assert stat.S_IMODE(page.stat().st_mode) == 0o640
     assert stat.S_IMODE((skill / "evidence/index.json").stat().st_mode) == 0o644
+
+
+# --- 5. bump never writes a skill that check rejects -----------------------------------------------
+
+
+def test_bump_refuses_a_stale_index(pinned_skill, capsys):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text().replace("- [a]", "\n\n- [a]"))  # citations moved down two lines
+    before = snapshot(skill)
+    rev = commit_files(git.Repo(path), {"pkg/config.py": "# moved\n" + CONFIG_PY}, "move")
+    capsys.readouterr()
+    assert main(["bump", "--root", str(skill), "--source", str(path), "--to", rev]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the pages changed since the last resolve: run `omni-skill resolve` first" in err
+    assert snapshot(skill) == before
+
+
+def test_bump_refuses_a_result_that_check_rejects(pinned_skill, capsys):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text() + "\n```bash\npytest tests/test_stage.py::TestStage::test_build\n```\n")
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    before = snapshot(skill)
+    rev = commit_files(git.Repo(path), {"tests/test_stage.py": "def test_other():\n    pass\n"}, "drop a test")
+    capsys.readouterr()
+    assert main(["bump", "--root", str(skill), "--source", str(path), "--to", rev]) == 1
+    out = capsys.readouterr().out
+    assert "the bumped skill would fail check" in out and "test-missing" in out
+    assert snapshot(skill) == before

@@ -507,3 +507,23 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         citations=len(index.records) if index else 0,
         files=len({r.path for r in index.records}) if index else 0,
     )
+
+
+EXPECTED_AFTER_BUMP = ("releases-stale", "versions-stale")  # a bump always outdates the release matrix
+
+
+def check_proposed(root: Path, contents: dict[str, str], source: Source) -> list[Finding]:
+    """The full check of the skill as it would be with `contents` written, on a scratch copy
+    (symbolic links copied as links), against `source`. The skill itself is not touched."""
+    import shutil
+    import tempfile
+
+    ignore = shutil.ignore_patterns(".git", ".venv*", "__pycache__", ".*_cache", "*.egg-info", "node_modules")
+    with tempfile.TemporaryDirectory(prefix="omni-skill-") as tmp:
+        scratch = Path(tmp) / root.name
+        shutil.copytree(root, scratch, symlinks=True, ignore=ignore)
+        for rel, text in contents.items():
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_text(text, encoding="utf-8")
+        report = run_check(scratch, source, installed=False)
+    return [f for f in report.findings if f.kind not in EXPECTED_AFTER_BUMP]

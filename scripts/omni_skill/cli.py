@@ -408,8 +408,10 @@ def _old_source(path: Path, revision: str) -> Source | None:
 
 def cmd_bump(args: argparse.Namespace) -> int:
     from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
+    from .checks import check_index, check_proposed
     from .report import render
     from .resolve import outputs, pinned, verification
+    from .skill import collect
     from .source import Source
     from .writes import write_files
 
@@ -418,6 +420,11 @@ def cmd_bump(args: argparse.Namespace) -> int:
     if path is None:
         raise UsageError(f"bump needs the engine: give --source PATH or set {ENV_VAR}")
     index, provenance = _pinned_state(root)
+    stale = [f for f in check_index(root, collect(root), index, provenance) if f.kind.startswith("index-")]
+    if stale:
+        raise UsageError(
+            f"{stale[0].one_line()} — the pages changed since the last resolve: run `omni-skill resolve` first"
+        )
     new = Source(path, args.to)
     classified = classify_all(root, index, new, _old_source(path, provenance.revision))
     entries = [c.entry for c in classified]
@@ -438,7 +445,13 @@ def cmd_bump(args: argparse.Namespace) -> int:
         texts = relabel(root, renames, {r.label: r.uses for r in index.records})
         bumped = new_index(new.commit, classified)
         pinned_now = pinned(new, provenance, verification(bumped, []))
-        write_files(root, outputs(root, bumped, pinned_now, texts))
+        contents = outputs(root, bumped, pinned_now, texts)
+        rejected = check_proposed(root, contents, new)
+        if rejected:
+            report.blocked = [f"the bumped skill would fail check: {f.one_line()}" for f in rejected]
+            sys.stdout.write(render("bump", report.model_dump(mode="json"), args.format))
+            return 1
+        write_files(root, contents)
         report.written = True
         if (root / RELEASES_PATH).exists():
             print(
