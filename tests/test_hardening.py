@@ -362,3 +362,28 @@ def test_bump_refuses_a_result_that_check_rejects(pinned_skill, capsys):
     out = capsys.readouterr().out
     assert "the bumped skill would fail check" in out and "test-missing" in out
     assert snapshot(skill) == before
+
+
+# --- 3. no traceback, anywhere; 8. errors say where and why ----------------------------------------
+
+
+def test_a_deeply_nested_engine_expression_is_a_finding(engine, tmp_path, capsys):
+    path, _ = engine
+    deep = "X = " + " + ".join(["1"] * 20000) + "\n\n\ndef f():\n    return 1\n"
+    sha = commit_files(git.Repo(path), {"pkg/deep.py": deep}, "deep")
+    skill = make_skill(tmp_path / "skill", "# Branch\n\n[f][src:pkg/deep.py::X]\n")
+    capsys.readouterr()
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 1
+    captured = capsys.readouterr()
+    assert "nested too deeply" in captured.out and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("kind", ["blob", "tree"])
+def test_a_blob_or_tree_given_as_a_revision_is_named(pinned_skill, capsys, kind):
+    skill, path = pinned_skill
+    repo = git.Repo(path)
+    obj = repo.head.commit.tree if kind == "tree" else repo.head.commit.tree / "pkg/config.py"
+    capsys.readouterr()
+    assert main(["bump", "--root", str(skill), "--source", str(path), "--to", obj.hexsha, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{obj.hexsha} is a {kind}, not a commit" in err

@@ -311,7 +311,7 @@ class Engine:
         if path not in self._trees:
             try:
                 self._trees[path] = ast.parse(self.source.text(path))
-            except (KeyError, BlobError, SyntaxError) as exc:
+            except (KeyError, BlobError, SyntaxError, RecursionError, MemoryError) as exc:
                 raise Unavailable(f"{path}: cannot be read at the revision ({type(exc).__name__})") from None
         return self._trees[path]
 

@@ -116,6 +116,14 @@ class Source:
         try:
             sha = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
         except GitCommandError:
+            try:  # name what it is when it is an object, just not a commit
+                kind = (
+                    self.git("cat-file", "-t", "--end-of-options", revision).strip() if SHA_RE.match(revision) else ""
+                )
+            except GitCommandError:
+                kind = ""
+            if kind in ("blob", "tree", "tag"):
+                raise UsageError(f"{self.path}: {revision} is a {kind}, not a commit: give a commit") from None
             shallow = " (the clone is shallow: fetch that revision)" if self.is_shallow() else ""
             raise UsageError(f"{self.path}: revision {revision} is not in this repository{shallow}") from None
         return sha.strip()

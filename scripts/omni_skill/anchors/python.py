@@ -59,6 +59,8 @@ def definitions(text: str) -> Definitions:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise AnchorError("invalid", f"file does not parse as Python (line {exc.lineno})") from None
+    except (RecursionError, MemoryError):
+        raise AnchorError("invalid", "file is nested too deeply for Python's parser") from None
     found: Definitions = {}
     _walk(tree.body, "", found)
     return found
@@ -106,7 +108,7 @@ def _parses_as(block: list[str], margin: int, leaf: str) -> bool:
         return False
     try:
         module = ast.parse("\n".join(line[margin:] for line in block))
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         return False
     return len(module.body) == 1 and _span(module.body[0]) == Span(1, len(block)) and leaf in _names(module.body[0])
 
