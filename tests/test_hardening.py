@@ -387,3 +387,97 @@ def test_a_blob_or_tree_given_as_a_revision_is_named(pinned_skill, capsys, kind)
     assert main(["bump", "--root", str(skill), "--source", str(path), "--to", obj.hexsha, "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{obj.hexsha} is a {kind}, not a commit" in err
+
+
+# --- 7. permissions and special files ---------------------------------------------------------------
+
+
+@pytest.fixture
+def installable(skill, engine):
+    import shutil
+
+    path, sha = engine
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 0
+    shutil.copytree(SCRIPTS, skill / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    return skill
+
+
+def test_installed_folder_and_files_are_readable_by_others(installable, tmp_path, capsys):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        assert (
+            main(
+                [
+                    "install",
+                    "--root",
+                    str(installable),
+                    "--agent",
+                    "claude",
+                    "--scope",
+                    "project",
+                    "--dest",
+                    str(tmp_path / "p"),
+                ]
+            )
+            == 0
+        )
+    finally:
+        os.umask(old)
+    target = tmp_path / "p/.claude/skills/vllm-omni"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    assert stat.S_IMODE((target / "SKILL.md").stat().st_mode) & 0o044 == 0o044
+
+
+@pytest.mark.parametrize("what", ["file", "symlink", "dangling"])
+def test_install_force_over_a_file_or_symlink_leaves_nothing_behind(installable, tmp_path, capsys, what):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    base = tmp_path / "home/.claude/skills"
+    base.mkdir(parents=True)
+    target = base / "vllm-omni"
+    if what == "file":
+        target.write_text("not a skill")
+    elif what == "symlink":
+        target.symlink_to(outside)
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    argv = ["install", "--root", str(installable), "--agent", "claude", "--dest", str(tmp_path / "home")]
+    assert main([*argv, "--force"]) == 0, capsys.readouterr()
+    assert target.is_dir() and not target.is_symlink()
+    assert (outside / "keep.txt").read_text() == "keep" and sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in base.iterdir()) == ["vllm-omni"]
+    assert main(argv) == 0  # a second install over our own skill works
+
+
+@pytest.mark.parametrize("what", ["dir", "symlink", "fifo"])
+def test_package_refuses_a_special_output(installable, tmp_path, capsys, what):
+    import os
+
+    output = tmp_path / "out.skill"
+    if what == "dir":
+        output.mkdir()
+    elif what == "symlink":
+        output.symlink_to(tmp_path / "elsewhere.skill")
+    else:
+        os.mkfifo(output)
+    capsys.readouterr()
+    assert main(["package", "--root", str(installable), "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give a file name for the package" in err
+    assert not (tmp_path / "elsewhere.skill").exists()
+
+
+def test_package_file_mode_follows_the_umask(installable, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        assert main(["package", "--root", str(installable), "--output", str(tmp_path / "v.skill")]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "v.skill").stat().st_mode) == 0o644

@@ -15,6 +15,7 @@ from pathlib import Path
 from .errors import UsageError
 from .skill import SKILL_FILE
 from .structure import SKILL_NAME, parse_frontmatter
+from .writes import current_umask, mode_for
 
 RUNTIME = (SKILL_FILE, "references", "evidence", "provenance.json", "scripts")
 AGENT_DIRS = {"claude": ".claude/skills", "codex": ".agents/skills", "cursor": ".cursor/skills"}
@@ -71,28 +72,44 @@ def install(root: Path, target: Path, force: bool, dry_run: bool) -> list[str]:
         return files
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    old = target.parent / f".{target.name}.old"
     try:
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes it 0700: teammates must read a project install
         for rel in files:
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / rel, staging / rel, follow_symlinks=False)
+        _remove(old)  # a leftover of an earlier interrupted install, whatever it is
         if target.exists() or target.is_symlink():
-            old = target.parent / f".{target.name}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
+            os.replace(target, old)  # a symbolic link is moved itself, never followed
             os.replace(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove(old)
     return files
+
+
+def _remove(path: Path) -> None:
+    """Delete a file, a symbolic link (not what it points to) or a folder tree."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():  # a FIFO, socket or device node
+        path.unlink(missing_ok=True)
 
 
 def package(root: Path, output: Path) -> list[str]:
     """A deterministic zip rooted at `vllm-omni/` holding the runtime files."""
     files = runtime_files(root)
+    if output.is_symlink() or (output.exists() and not output.is_file()):
+        kind = "a symbolic link" if output.is_symlink() else "a folder" if output.is_dir() else "not a regular file"
+        raise UsageError(f"{output}: is {kind}; give a file name for the package")
     output.parent.mkdir(parents=True, exist_ok=True)
+    mode = mode_for(output)
     handle, temp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+    os.fchmod(handle, mode)
     os.close(handle)
     try:
         with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:

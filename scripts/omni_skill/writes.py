@@ -26,17 +26,17 @@ def changed_files(root: Path, contents: dict[str, str]) -> list[str]:
     return [rel for rel, text in sorted(contents.items()) if _current(root / rel) != text]
 
 
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
-def _mode_for(target: Path) -> int:
+def mode_for(target: Path) -> int:
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
-        return 0o666 & ~_umask()
+        return 0o666 & ~current_umask()
 
 
 def _write_temp(target: Path, text: str) -> Path:
@@ -47,7 +47,7 @@ def _write_temp(target: Path, text: str) -> Path:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
             stream.flush()
-            os.fchmod(stream.fileno(), _mode_for(target))
+            os.fchmod(stream.fileno(), mode_for(target))
             os.fsync(stream.fileno())
     except BaseException:
         temp.unlink(missing_ok=True)
