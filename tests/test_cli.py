@@ -255,7 +255,8 @@ def test_bare_repository_and_environment_variable(skill, engine, tmp_path, monke
     out = capsys.readouterr().out
     assert (
         "skipped" not in out
-        and "checks run: structure, labels, definitions, data, evals, index, records, defaults, tests" in out
+        and "checks run: structure, labels, definitions, data, evals, index, spans, records, defaults, tests, models"
+        in out
     )
 
 

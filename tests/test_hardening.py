@@ -481,3 +481,238 @@ def test_package_file_mode_follows_the_umask(installable, tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "v.skill").stat().st_mode) == 0o644
+
+
+# --- a table of hostile inputs: exit code, one line on stderr, no traceback, no file changed ------
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+def _with_scripts(skill: Path) -> None:
+    import shutil
+
+    shutil.copytree(SCRIPTS, skill / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _first_record(key: str, value):
+    return lambda data: data["records"][0].__setitem__(key, value)
+
+
+HOSTILE = [
+    # (id, setup(skill, engine_path, tmp) -> argv, expected exit, expected text on stderr or stdout)
+    ("root-is-a-file", lambda s, e, t: ["check", "--root", str(s / "SKILL.md")], 2, "no such folder"),
+    ("root-missing", lambda s, e, t: ["drift", "--root", str(t / "none"), "--source", str(e)], 2, "no such folder"),
+    ("source-not-a-repo", lambda s, e, t: ["check", "--root", str(s), "--source", str(t)], 2, "not a git repository"),
+    (
+        "source-missing",
+        lambda s, e, t: ["check", "--root", str(s), "--source", str(t / "x")],
+        2,
+        "not a git repository",
+    ),
+    (
+        "source-is-a-file",
+        lambda s, e, t: ["check", "--root", str(s), "--source", str(s / "SKILL.md")],
+        2,
+        "not a git repository",
+    ),
+    (
+        "revision-unknown",
+        lambda s, e, t: ["resolve", "--root", str(s), "--source", str(e), "--revision", "f" * 40],
+        2,
+        "is not in this repository",
+    ),
+    (
+        "revision-option-like",
+        lambda s, e, t: ["resolve", "--root", str(s), "--source", str(e), "--revision=--output=x"],
+        2,
+        "invalid revision",
+    ),
+    (
+        "revision-range",
+        lambda s, e, t: ["bump", "--root", str(s), "--source", str(e), "--to", "HEAD..HEAD"],
+        2,
+        "is not in this repository",
+    ),
+    (
+        "bump-to-unknown",
+        lambda s, e, t: ["bump", "--root", str(s), "--source", str(e), "--to", "nope"],
+        2,
+        "is not in this repository",
+    ),
+    (
+        "accept-unknown-label",
+        lambda s, e, t: ["bump", "--root", str(s), "--source", str(e), "--to", "HEAD", "--accept", "src:x.py::Y"],
+        2,
+        "not in the index",
+    ),
+    (
+        "drift-revision-unknown",
+        lambda s, e, t: ["drift", "--root", str(s), "--source", str(e), "--revision", "nope"],
+        2,
+        "is not in this repository",
+    ),
+    (
+        "show-unknown-label",
+        lambda s, e, t: ["show", "src:pkg/x.py::Y", "--root", str(s), "--source", str(e)],
+        2,
+        "is not a citation of this skill",
+    ),
+    (
+        "show-malformed-label",
+        lambda s, e, t: ["show", "src:../etc/passwd", "--root", str(s), "--source", str(e)],
+        2,
+        "is not a citation of this skill",
+    ),
+    (
+        "index-not-json",
+        lambda s, e, t: (
+            _write(s / "evidence/index.json", "{") or ["bump", "--root", str(s), "--source", str(e), "--to", "HEAD"]
+        ),
+        2,
+        "evidence/index.json: Expecting",
+    ),
+    (
+        "index-duplicate-key",
+        lambda s, e, t: (
+            _write(
+                s / "evidence/index.json",
+                (s / "evidence/index.json").read_text().replace('"version": 1,', '"version": 1, "version": 1,'),
+            )
+            or ["drift", "--root", str(s), "--source", str(e)]
+        ),
+        2,
+        "appears twice",
+    ),
+    (
+        "index-bad-label",
+        lambda s, e, t: (
+            _edit_json(s / "evidence/index.json", _first_record("label", "src:/abs.py"))
+            or ["bump", "--root", str(s), "--source", str(e), "--to", "HEAD"]
+        ),
+        2,
+        "records.0.label: absolute path",
+    ),
+    (
+        "index-label-disagrees",
+        lambda s, e, t: (
+            _edit_json(s / "evidence/index.json", _first_record("path", "other.py"))
+            or ["drift", "--root", str(s), "--source", str(e)]
+        ),
+        2,
+        "records.0: path, anchor or kind disagree",
+    ),
+    (
+        "index-bad-blob",
+        lambda s, e, t: (
+            _edit_json(s / "evidence/index.json", _first_record("blob", "xyz"))
+            or ["bump", "--root", str(s), "--source", str(e), "--to", "HEAD"]
+        ),
+        2,
+        "records.0.blob: String should match pattern",
+    ),
+    (
+        "index-control-char-label",
+        lambda s, e, t: (
+            _edit_json(s / "evidence/index.json", _first_record("label", "src:pkg/a\nb.py"))
+            or ["drift", "--root", str(s), "--source", str(e)]
+        ),
+        2,
+        "has a control character",
+    ),
+    (
+        "provenance-bad-revision",
+        lambda s, e, t: (
+            _edit_json(s / "provenance.json", lambda d: d.__setitem__("revision", "abc"))
+            or ["resolve", "--root", str(s), "--source", str(e)]
+        ),
+        2,
+        "provenance.json: revision: String should match pattern",
+    ),
+    (
+        "provenance-not-json",
+        lambda s, e, t: (
+            _write(s / "provenance.json", "[") or ["bump", "--root", str(s), "--source", str(e), "--to", "HEAD"]
+        ),
+        2,
+        "provenance.json: Expecting",
+    ),
+    (
+        "releases-garbage",
+        lambda s, e, t: _write(s / "evidence/releases.json", '{"version": 2}') or ["check", "--root", str(s)],
+        1,
+        "releases-invalid",
+    ),
+    (
+        "no-skill-md",
+        lambda s, e, t: (s / "SKILL.md").unlink() or ["resolve", "--root", str(s), "--source", str(e)],
+        2,
+        "no SKILL.md here",
+    ),
+    ("resolve-without-source", lambda s, e, t: ["resolve", "--root", str(s)], 2, "resolve needs the engine"),
+    ("bump-without-source", lambda s, e, t: ["bump", "--root", str(s), "--to", "HEAD"], 2, "bump needs the engine"),
+    ("drift-without-engine", lambda s, e, t: ["drift", "--root", str(s)], 2, "drift needs your engine"),
+    (
+        "engine-dir-empty",
+        lambda s, e, t: ["drift", "--root", str(s), "--engine-dir", str(t)],
+        2,
+        "holds none of the cited folders",
+    ),
+    (
+        "wheel-missing",
+        lambda s, e, t: ["drift", "--root", str(s), "--wheel", str(t / "x.whl")],
+        2,
+        "not a readable wheel",
+    ),
+    ("wheel-is-a-folder", lambda s, e, t: ["drift", "--root", str(s), "--wheel", str(t)], 2, "not a readable wheel"),
+    (
+        "releases-missing-path",
+        lambda s, e, t: ["releases", "--root", str(s), "--wheel", str(t / "none")],
+        2,
+        "no such wheel or folder",
+    ),
+    ("models-unknown", lambda s, e, t: ["models", "--root", str(s), "nothing"], 2, "models.yaml"),
+    ("search-space-missing", lambda s, e, t: ["search-space", "--root", str(s)], 2, "no search space in this skill"),
+    (
+        "install-dest-is-a-file",
+        lambda s, e, t: (
+            _with_scripts(s) or ["install", "--root", str(s), "--agent", "claude", "--dest", str(s / "SKILL.md")]
+        ),
+        2,
+        "SKILL.md",
+    ),
+    (
+        "package-output-is-skill-folder",
+        lambda s, e, t: _with_scripts(s) or ["package", "--root", str(s), "--output", str(s)],
+        2,
+        "give a file name for the package",
+    ),
+]
+
+
+@pytest.mark.parametrize(("setup", "code", "text"), [case[1:] for case in HOSTILE], ids=[case[0] for case in HOSTILE])
+def test_hostile_input(skill, engine, tmp_path, capsys, setup, code, text):
+    path, sha = engine
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 0
+    (skill / "evidence/releases.json").unlink(missing_ok=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    argv = setup(skill, path, scratch)
+    before = snapshot(skill)
+    capsys.readouterr()
+    assert main(argv) == code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    if code == 2:
+        assert captured.err.count("\n") == 1, captured.err
+        assert text in captured.err, captured.err
+    else:
+        assert text in captured.out, captured.out
+    assert snapshot(skill) == before

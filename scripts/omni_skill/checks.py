@@ -477,6 +477,8 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
                     message="the published JSON Schema differs from the index model: run `omni-skill resolve`",
                 )
             )
+        ran.append("spans")
+        findings += check_spans(root, index)
         if (root / RELEASES_PATH).exists():
             ran.append("releases")
             findings += check_releases(root, index)
@@ -507,6 +509,57 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         citations=len(index.records) if index else 0,
         files=len({r.path for r in index.records}) if index else 0,
     )
+
+
+LONG_SPAN = 150  # lines; a longer citation must be a claim about the whole definition
+WHOLE_PATH = "evidence/whole-definitions.yaml"
+
+
+def check_spans(root: Path, index: EvidenceIndex) -> list[Finding]:
+    """A Python or YAML citation over LONG_SPAN lines must be listed in WHOLE_PATH with the reason
+    its claims need the whole definition (a registry entry naming a class, a whole interface);
+    otherwise the claim should cite the method or branch that performs the behaviour."""
+    allowed: dict[str, str] = {}
+    path = root / WHOLE_PATH
+    findings: list[Finding] = []
+    if path.exists():
+        text = read_text(root, WHOLE_PATH)
+        problems = yaml_problems(text)
+        try:
+            data = yaml.load(text, Loader=LOADER) if not problems else None
+        except yaml.YAMLError:
+            problems = [(0, "not valid YAML")]
+            data = None
+        if problems or not isinstance(data, dict) or not all(isinstance(v, str) and v for v in data.values()):
+            line, message = problems[0] if problems else (0, "must map each label to a non-empty reason")
+            return [Finding(kind="spans-invalid", file=WHOLE_PATH, line=line, message=message)]
+        allowed = {str(k): v for k, v in data.items()}
+    records = index.by_label()
+    for record in index.records:
+        length = record.end - record.start + 1
+        if record.kind not in ("python", "yaml") or length <= LONG_SPAN or record.label in allowed:
+            continue
+        for use in record.uses:
+            findings.append(
+                Finding(
+                    kind="span-long",
+                    file=use.file,
+                    line=use.line,
+                    message=f"{record.label} cites {length} lines: cite the method or branch that performs the "
+                    f"behaviour, or list the label in {WHOLE_PATH} with why the claim needs the whole definition",
+                    label=record.label,
+                )
+            )
+    for label in sorted(allowed):
+        listed = records.get(label)
+        if listed is None:
+            message = f"{label} is not cited anywhere: remove it"
+        elif listed.end - listed.start + 1 <= LONG_SPAN:
+            message = f"{label} cites {listed.end - listed.start + 1} lines, within {LONG_SPAN}: remove it"
+        else:
+            continue
+        findings.append(Finding(kind="spans-stale", file=WHOLE_PATH, message=message, label=label))
+    return findings
 
 
 EXPECTED_AFTER_BUMP = ("releases-stale", "versions-stale")  # a bump always outdates the release matrix

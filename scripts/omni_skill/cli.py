@@ -394,6 +394,18 @@ def _pinned_state(root: Path) -> tuple[EvidenceIndex, Provenance]:
         raise UsageError(_invalid(root / "provenance.json", exc)) from None
     if index is None or provenance is None:
         raise UsageError(f"{root}: no evidence index or provenance yet: run `omni-skill resolve` first")
+    from .labels import LabelError, parse_label
+
+    for number, record in enumerate(index.records):
+        try:
+            label = parse_label(record.label)
+        except LabelError as exc:
+            raise UsageError(f"{root / 'evidence/index.json'}: records.{number}.label: {exc}") from None
+        if (label.path, label.anchor, label.kind) != (record.path, record.anchor, record.kind):
+            raise UsageError(
+                f"{root / 'evidence/index.json'}: records.{number}: path, anchor or kind disagree with the label "
+                f"{record.label!r}: run `omni-skill resolve`"
+            )
     return index, provenance
 
 
