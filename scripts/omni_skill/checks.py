@@ -13,7 +13,7 @@ from .anchors import AnchorError, Span, fingerprint, locate, python
 from .anchors.yaml_keys import LOADER, node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
 from .datafiles import EvalFile
-from .findings import Finding, sort_findings
+from .findings import Finding, sort_findings, stale_schema
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
@@ -468,15 +468,7 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
     if index and provenance:
         ran.append("index")
         findings += check_index(root, collected, index, provenance)
-        schema = root / SCHEMA_PATH
-        if not schema.exists() or schema.read_text(encoding="utf-8") != schema_json():
-            findings.append(
-                Finding(
-                    kind="schema-stale",
-                    file=SCHEMA_PATH,
-                    message="the published JSON Schema differs from the index model: run `omni-skill resolve`",
-                )
-            )
+        findings += stale_schema(root, SCHEMA_PATH, schema_json(), "index", "omni-skill resolve")
         ran.append("spans")
         findings += check_spans(root, index)
         if (root / RELEASES_PATH).exists():

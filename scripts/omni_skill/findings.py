@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -25,3 +27,12 @@ class Finding(BaseModel):
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(set(findings), key=lambda f: (f.file, f.line, f.kind, f.label, f.message))
+
+
+def stale_schema(root: Path, rel: str, expected: str, what: str, refresh: str) -> list[Finding]:
+    """A published JSON Schema that is missing or differs from its model's."""
+    path = root / rel
+    if path.exists() and path.read_text(encoding="utf-8") == expected:
+        return []
+    message = f"the published JSON Schema differs from the {what} model: run `{refresh}`"
+    return [Finding(kind="schema-stale", file=rel, message=message)]

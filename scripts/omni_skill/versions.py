@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from .bump import BumpEntry, UseContext, classify, counts, use_contexts
-from .findings import Finding
+from .findings import Finding, stale_schema
 from .index import EvidenceIndex, EvidenceRecord, strict_json
 from .trees import FileTree
 
@@ -314,15 +314,7 @@ def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
     why = stale(found, index)
     if why:
         findings.append(Finding(kind="releases-stale", file=RELEASES_PATH, message=f"{why}: run `{REFRESH}`"))
-    schema = root / RELEASES_SCHEMA_PATH
-    if not schema.exists() or schema.read_text(encoding="utf-8") != schema_json():
-        findings.append(
-            Finding(
-                kind="schema-stale",
-                file=RELEASES_SCHEMA_PATH,
-                message=f"the published JSON Schema differs from the release model: run `{REFRESH}`",
-            )
-        )
+    findings += stale_schema(root, RELEASES_SCHEMA_PATH, schema_json(), "release", REFRESH)
     page = root / VERSIONS_PAGE
     if not why:
         expected = render_page(found, index, use_contexts(root, index))
