@@ -107,12 +107,14 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
     """Where the cited lines are now: the exact text first (unique), else the best unique match."""
     lines = [line.rstrip() for line in text.splitlines()]
     width = record.end - record.start + 1
-    exact = [i for i in range(len(lines) - width + 1) if _digest(lines[i : i + width]) == record.fingerprint]
-    if len(exact) == 1:
-        return exact[0] + 1, exact[0] + width, 1.0
-    if exact:
-        nearest = min(exact, key=lambda i: abs(i + 1 - record.start))
-        return nearest + 1, nearest + width, 1.0
+    # The exact text nearest the recorded lines: search outwards from them (earlier first on a tie),
+    # so a range that moved a little is found after a few windows, not after hashing them all.
+    home = record.start - 1
+    last = len(lines) - width
+    for distance in range(0, max(home, last - home) + 1):
+        for i in (home - distance, home + distance) if distance else (home,):
+            if 0 <= i <= last and _digest(lines[i : i + width]) == record.fingerprint:
+                return i + 1, i + width, 1.0
     if old_lines is None:
         return None
     wanted = set(old_lines)
