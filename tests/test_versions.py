@@ -455,3 +455,26 @@ def test_installed_without_a_package(pinned, tmp_path):
     done = installed_run(pinned, tmp_path / "nothing-here", "drift")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no installed vllm_omni package found" in done.stderr
+
+
+def test_drift_takes_statuses_from_the_matrix_when_the_files_are_a_release(pinned, wheels, tmp_path, capsys):
+    assert releases(pinned, wheels) == 0
+    folder = unpack(wheels / "vllm_omni-1.1.0-py3-none-any.whl", tmp_path / "site")
+    _, known = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
+    assert all("from evidence/releases.json" in e["note"] for e in known["entries"])
+    matrix = (pinned / "evidence/releases.json").read_bytes()
+    (pinned / "evidence/releases.json").unlink()
+    _, computed = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
+    (pinned / "evidence/releases.json").write_bytes(matrix)
+    assert not any("releases.json" in e["note"] for e in computed["entries"])
+    keys = ("label", "status", "old_span", "new_span")
+    assert [{k: e[k] for k in keys} for e in known["entries"]] == [{k: e[k] for k in keys} for e in computed["entries"]]
+    assert known["sections"] == computed["sections"] and known["counts"] == computed["counts"]
+
+
+def test_drift_computes_when_a_file_differs_from_every_release(pinned, wheels, tmp_path, capsys):
+    assert releases(pinned, wheels) == 0
+    folder = unpack(wheels / "vllm_omni-1.1.0-py3-none-any.whl", tmp_path / "site")
+    (folder / "vllm_omni/deploy.yaml").write_text(DEPLOY_YAML + "# a local edit\n")
+    _, data = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
+    assert not any("releases.json" in e["note"] for e in data["entries"])

@@ -533,7 +533,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     from .bump import GIT_STATUSES, classify_all, counts, use_contexts
     from .report import render
     from .source import Source
-    from .versions import TREE_STATUSES, classify_tree, sections
+    from .versions import TREE_STATUSES, classify_tree, from_matrix, load_matrix, sections
 
     root = _root(args)
     index, provenance = _pinned_state(root)
@@ -543,7 +543,9 @@ def cmd_drift(args: argparse.Namespace) -> int:
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
         statuses: tuple[str, ...] = GIT_STATUSES
     else:
-        entries = classify_tree(index, engine.files, use_contexts(root, index))
+        contexts = use_contexts(root, index)
+        known = from_matrix(index, engine.files, load_matrix(root), contexts)
+        entries = known[1] if known else classify_tree(index, engine.files, contexts)
         statuses = TREE_STATUSES
     found = sections(entries)
     data = {

@@ -136,6 +136,11 @@ class Release(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of that wheel")
     counts: dict[str, int] = Field(description="citations per status")
     statuses: dict[str, TreeStatus] = Field(description="status of every citation label in this release")
+    spans: dict[str, str] = Field(description="label to its span in this release (L<a>-L<b>), for moved and changed")
+    blobs: dict[str, str] = Field(
+        description="git blob id of every cited file the wheel holds: a tree with exactly these files has "
+        "exactly these statuses, so `drift` takes them from here"
+    )
 
 
 class ReleaseMatrix(BaseModel):
@@ -160,14 +165,57 @@ def file_sha256(path: Path) -> str:
 
 
 def release_of(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> Release:
-    entries = classify_tree(index, tree, contexts)
+    entries = sorted(classify_tree(index, tree, contexts), key=lambda e: e.label)
     return Release(
         version=tree.version,
         wheel=tree.location.name,
         sha256=file_sha256(tree.location),
         counts=counts(entries, TREE_STATUSES),
-        statuses={e.label: e.status for e in sorted(entries, key=lambda e: e.label)},  # type: ignore[misc]
+        statuses={e.label: e.status for e in entries},  # type: ignore[misc]
+        spans={e.label: e.new_span for e in entries if e.status in ("moved", "changed") and e.new_span},
+        blobs=cited_blobs(index, tree),
     )
+
+
+def cited_blobs(index: EvidenceIndex, tree: FileTree) -> dict[str, str]:
+    """Blob id of every cited file the tree ships and holds."""
+    found = {}
+    for path in sorted({r.path for r in index.records if tree.ships(r.path)}):
+        entry = tree.entry(path)
+        if entry is not None:
+            found[path] = entry.sha
+    return found
+
+
+def from_matrix(
+    index: EvidenceIndex, tree: FileTree, found: ReleaseMatrix | None, contexts: dict[str, list[UseContext]]
+) -> tuple[str, list[BumpEntry]] | None:
+    """(version, entries) when the tree's cited files are exactly those of a release in the matrix
+    (same blobs, same absences): classification is a function of the files and the index, so the
+    recorded statuses and spans are the tree's. None when no release matches or the matrix is stale."""
+    if found is None or stale(found, index):
+        return None
+    blobs = cited_blobs(index, tree)
+    release = next((r for r in found.releases if r.blobs == blobs), None)
+    if release is None:
+        return None
+    entries = []
+    for record in index.records:
+        status = release.statuses[record.label]
+        old = f"L{record.start}-L{record.end}" if record.start != record.end else f"L{record.start}"
+        entries.append(
+            BumpEntry(
+                label=record.label,
+                status=status,
+                new_label=record.label,
+                old_span=old,
+                new_span=old if status == "unchanged" else release.spans.get(record.label, ""),
+                similarity=1.0 if status in ("unchanged", "moved") else None,
+                note=f"from {RELEASES_PATH}: the cited files are those of the {release.version} wheel",
+                uses=contexts.get(record.label, []),
+            )
+        )
+    return release.version, entries
 
 
 def matrix(index: EvidenceIndex, releases: list[Release]) -> ReleaseMatrix:
