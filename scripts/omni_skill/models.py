@@ -621,7 +621,7 @@ def _check_config(check: Checker, where: Path_, config: PipelineConfigEntry, exp
 def _check_deploy(check: Checker, where: Path_, deploy: DeployFile) -> None:
     label = parse_label(deploy.source)
     try:
-        data = yaml.safe_load(check.engine.source.text(label.path))
+        data = yaml.load(check.engine.source.text(label.path), Loader=LOADER)
     except (KeyError, BlobError):
         return  # reported by the record checks
     except yaml.YAMLError:
