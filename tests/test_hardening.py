@@ -716,3 +716,43 @@ def test_hostile_input(skill, engine, tmp_path, capsys, setup, code, text):
     else:
         assert text in captured.out, captured.out
     assert snapshot(skill) == before
+
+
+def test_a_renamed_file_that_is_no_longer_text_is_missing_not_a_crash(pinned_skill, capsys):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text() + "- [c][src:pkg/deploy.yaml::L2-L3]\n")
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    repo = git.Repo(path)
+    repo.git.mv("pkg/deploy.yaml", "pkg/deploy2.yaml")
+    (path / "pkg/deploy2.yaml").write_bytes(b"stages:\n  - \xff\xfe\n" + b"x: 1\n" * 10)
+    repo.index.add(["pkg/deploy2.yaml"])
+    rev = repo.index.commit("rename and break").hexsha
+    capsys.readouterr()
+    code = main(["bump", "--root", str(skill), "--source", str(path), "--to", rev, "--dry-run", "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err and "internal error" not in captured.err, captured.err
+    entries = {e["label"]: e for e in json.loads(captured.out)["entries"]}
+    assert entries["src:pkg/deploy.yaml::L2-L3"]["status"] == "missing"
+
+
+def test_interrupt_while_parsing_arguments_is_one_line(monkeypatch, capsys):
+    from omni_skill import cli
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.argparse.ArgumentParser, "parse_args", interrupted)
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err == "omni-skill: interrupted before starting; nothing was written\n"
+
+
+def test_a_citation_written_below_the_definitions_is_indexed_where_resolve_puts_it(pinned_skill, capsys):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text() + "\nMore: [c][src:pkg/config.py::MAX_STAGES].\n")
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill), "--source", str(path)]) == 0, capsys.readouterr().out
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    assert "wrote: nothing (already current)" in capsys.readouterr().out

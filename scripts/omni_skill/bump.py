@@ -263,7 +263,10 @@ def classify(
         path = label.path
         if text is None:
             path = (renames or {}).get(label.path, "")
-            text = new.text(path) if path else None
+            try:
+                text = new.text(path) if path else None
+            except (KeyError, BlobError) as exc:
+                return Classified(entry("missing", note=f"{label.path} was renamed to {path}, which {exc}"), None)
         if text is None:
             return Classified(entry("missing", note=f"{label.path} is gone"), None)
         found = _refind_lines(record, text, old_lines)

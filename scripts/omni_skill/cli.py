@@ -715,7 +715,11 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("omni-skill: interrupted before starting; nothing was written", file=sys.stderr)
+        return 2
     try:
         return COMMANDS[args.verb](args)
     except ModuleNotFoundError as exc:

@@ -10,7 +10,7 @@ from . import __version__
 from .anchors import AnchorError, fingerprint, locate
 from .findings import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
-from .labels import DEF_RE, Use, code_lines, escape, parse_label
+from .labels import DEF_RE, Use, code_lines, escape, parse_label, scan_markdown
 from .provenance import PROVENANCE_PATH, Provenance, Verification, companion_requirement
 from .skill import SKILL_FILE, collect, markdown_files, read_text, valid_labels
 from .source import BlobError, EngineFiles, Source
@@ -133,10 +133,26 @@ def outputs(
     """Every file `resolve` and `bump` write, by relative path (`texts`: edited file texts)."""
     contents = dict(texts or {})
     contents.update(definition_texts(root, index, provenance.repository, texts))
-    contents[INDEX_PATH] = dump_json(index)
+    contents[INDEX_PATH] = dump_json(with_page_uses(index, contents))
     contents[SCHEMA_PATH] = schema_json()
     contents[PROVENANCE_PATH] = dump_json(provenance)
     return contents
+
+
+def with_page_uses(index: EvidenceIndex, contents: dict[str, str]) -> EvidenceIndex:
+    """The index with each Markdown use at its line in the rewritten pages: moving the definitions
+    to the bottom moves up any citation that sat below them."""
+    pages = {rel: text for rel, text in contents.items() if rel.endswith(".md")}
+    found: dict[str, set[tuple[str, int]]] = {}
+    for rel, text in pages.items():
+        for use in scan_markdown(rel, text).uses:
+            found.setdefault(use.text, set()).add((use.file, use.line))
+    records = []
+    for record in index.records:
+        kept = {(u.file, u.line) for u in record.uses if u.file not in pages}
+        places = sorted(kept | found.get(record.label, set()))
+        records.append(record.model_copy(update={"uses": [UsePlace(file=f, line=n) for f, n in places]}))
+    return index.model_copy(update={"records": records})
 
 
 @dataclass
