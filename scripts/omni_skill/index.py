@@ -70,11 +70,12 @@ def strict_json(text: str) -> Any:
     """JSON data; ValueError when an object holds a key twice (json keeps the last one silently)."""
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in items]
-        twice = sorted({k for k in keys if keys.count(k) > 1})
-        if twice:
-            raise ValueError(f"key {twice[0]!r} appears twice in one object")
-        return dict(items)
+        found = dict(items)
+        if len(found) != len(items):
+            seen: set[str] = set()
+            twice = next(k for k, _ in items if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+            raise ValueError(f"key {twice!r} appears twice in one object")
+        return found
 
     return json.loads(text, object_pairs_hook=pairs)
 
