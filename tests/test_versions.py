@@ -478,3 +478,14 @@ def test_drift_computes_when_a_file_differs_from_every_release(pinned, wheels, t
     (folder / "vllm_omni/deploy.yaml").write_text(DEPLOY_YAML + "# a local edit\n")
     _, data = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
     assert not any("releases.json" in e["note"] for e in data["entries"])
+
+
+def test_show_from_an_engine_dir_and_from_the_pinned_source(pinned, tmp_path, capsys):
+    folder = unpack(make_wheel(tmp_path / "w", "1.2.0", CHANGED), tmp_path / "site")
+    code, data = run_json(capsys, "show", LABELS["start"], "--root", str(pinned), "--engine-dir", str(folder))
+    assert code == 1 and data["status"] == "changed" and data["engine"]["kind"] == "folder"
+    engine = tmp_path / "engine"
+    code, data = run_json(capsys, "show", LABELS["start"], "--root", str(pinned), "--source", str(engine))
+    assert code == 0 and data["status"] == "unchanged" and data["engine"]["kind"] == "git"
+    assert data["lines"][0]["text"] == "async def start(timeout=30):"
+    assert data["permalink"].endswith(f"#L{data['lines'][0]['number']}-L{data['lines'][-1]['number']}")
