@@ -124,13 +124,32 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
         return None
     # Only windows that share nearly as many lines as the best one are compared in full.
     candidates = sorted(range(len(shared)), key=lambda i: -shared[i])[:30]
-    scored = sorted(((_ratio(old_lines, lines[i : i + width]), i) for i in candidates), reverse=True)
+    # Full similarity only where difflib's cheap upper bound could still reach the best so far
+    # (or tie it, which makes the match ambiguous).
+    scored: list[tuple[float, int]] = []
+    best = LINE_MATCH_FLOOR
+    for i in candidates:
+        window = lines[i : i + width]
+        if _upper_bound(old_lines, window) < best:
+            continue
+        ratio = _ratio(old_lines, window)
+        scored.append((ratio, i))
+        best = max(best, ratio)
+    scored.sort(reverse=True)
     if not scored or scored[0][0] < LINE_MATCH_FLOOR:
         return None
     if len(scored) > 1 and scored[1][0] == scored[0][0]:
         return None  # not unique
     ratio, i = scored[0]
     return i + 1, i + width, round(ratio, 3)
+
+
+def _upper_bound(a: list[str], b: list[str]) -> float:
+    """An upper bound of `_ratio(a, b)` (difflib's quick_ratio, at the same granularity)."""
+    left, right = "\n".join(a), "\n".join(b)
+    if len(left) + len(right) <= CHAR_LEVEL_LIMIT:
+        return difflib.SequenceMatcher(None, left, right, autojunk=False).quick_ratio()
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).quick_ratio()
 
 
 def renamed_paths(source: Source, old_revision: str | None, paths: set[str]) -> dict[str, str]:
@@ -193,13 +212,18 @@ def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
     except GitCommandError:
         return {}  # git grep exits 1 when nothing matches
     found: dict[str, list[str]] = {}
+    top_word = re.compile(rf"\b({alternatives})\b")
+    by_top: dict[str, list[str]] = {}
+    for name in sorted(names):
+        by_top.setdefault(name.split(".", 1)[0], []).append(name)
     for row in sorted(listing.splitlines()):
         path = row.split(":", 1)[1] if ":" in row else row
         try:
             text, lines = source.text(path), source.lines(path)
         except (KeyError, BlobError):
             continue
-        for name in names:
+        present = set(top_word.findall(text))
+        for name in (n for top in sorted(present) for n in by_top.get(top, [])):
             if any(part not in text for part in name.split(".")):
                 continue
             if python.quick_span(lines, name) or _defines(source, path, name):
