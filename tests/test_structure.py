@@ -85,7 +85,8 @@ def test_line_budget(tmp_path):
 
 def test_token_budget(tmp_path):
     text = SKILL_MD + ("word " * 100 + "\n") * 60
-    assert [f.kind for f in findings_for(tmp_path, text)] == ["size-budget"]
+    found = {(f.file, f.kind) for f in findings_for(tmp_path, text)}
+    assert found == {("SKILL.md", "size-budget"), ("references/branch/README.md", "size-budget")}  # and the route
 
 
 def test_routing_target_must_exist(tmp_path):
@@ -128,3 +129,22 @@ def test_link_to_a_missing_heading(tmp_path):
         ("link-broken", 4, "no heading #gone in references/branch/a.md"),
         ("link-broken", 4, "no heading #nope in references/branch/README.md"),
     ]
+
+
+def test_page_prose_over_its_token_budget(tmp_path):
+    page = "# Branch\n\n" + ("word " * 5000 + "\n") * 5
+    findings = findings_for(tmp_path, page=page)
+    assert any(f.kind == "size-budget" and "page prose is about" in f.message for f in findings)
+
+
+def test_link_definitions_do_not_count_as_prose(tmp_path):
+    definitions = "".join(f"[src:a.py::X{i}]: https://example.invalid/{'x' * 200}\n" for i in range(300))
+    page = "# Branch\n\nShort.\n\n<!-- citations -->\n" + definitions
+    findings = findings_for(tmp_path, page=page)
+    assert not any("prose" in f.message for f in findings)
+
+
+def test_skill_md_and_an_entry_page_over_the_routing_budget(tmp_path):
+    page = "# Branch\n\n" + ("word " * 3000 + "\n") * 3
+    findings = findings_for(tmp_path, page=page)
+    assert any(f.kind == "size-budget" and "an agent loads both to route" in f.message for f in findings)

@@ -25,6 +25,8 @@ MAX_TOKENS = 5000
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
 MAX_PAGE_LINES = 300
+MAX_PAGE_PROSE_TOKENS = 6000  # a page above its link definitions
+MAX_ROUTE_TOKENS = 4000  # SKILL.md's prose plus a branch entry page's (README.md): what an agent loads to route
 CONTENTS_OVER = 150
 
 _md = MarkdownIt("commonmark")
@@ -243,15 +245,35 @@ def check_routing(root: Path) -> list[Finding]:
             findings.append(
                 Finding(kind="orphan", file=rel, message="not linked from SKILL.md or from a branch entry page")
             )
+    skill_prose = approx_tokens(prose(read_text(root, SKILL_FILE))) if SKILL_FILE in pages else 0
     for rel in pages:
         if rel == SKILL_FILE:
             continue
-        count = len(read_text(root, rel).splitlines())
+        text = read_text(root, rel)
+        count = len(text.splitlines())
         if count > MAX_PAGE_LINES:
             findings.append(
                 Finding(kind="size-budget", file=rel, message=f"page has {count} lines (max {MAX_PAGE_LINES})")
             )
+        tokens = approx_tokens(prose(text))
+        if tokens > MAX_PAGE_PROSE_TOKENS:
+            message = f"page prose is about {tokens} tokens (max {MAX_PAGE_PROSE_TOKENS}): split it by decision"
+            findings.append(Finding(kind="size-budget", file=rel, message=message))
+        if rel in entries and rel.endswith("/README.md") and skill_prose + tokens > MAX_ROUTE_TOKENS:
+            message = (
+                f"SKILL.md and this entry page are about {skill_prose + tokens} tokens of prose together "
+                f"(max {MAX_ROUTE_TOKENS}): an agent loads both to route"
+            )
+            findings.append(Finding(kind="size-budget", file=rel, message=message))
     return findings
+
+
+def prose(text: str) -> str:
+    """A page above its citations marker (the link definitions an agent need not read)."""
+    from .resolve import CITATIONS_MARKER
+
+    cut = text.find(f"\n{CITATIONS_MARKER}\n")
+    return text if cut < 0 else text[:cut]
 
 
 def check_structure(root: Path, installed: bool) -> list[Finding]:
