@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
+
 @pytest.fixture(autouse=True)
 def no_engine_from_the_environment(monkeypatch):
     """Tests say which engine they read: a VLLM_OMNI_SOURCE of the developer's shell must not leak in."""
