@@ -756,3 +756,25 @@ def test_a_citation_written_below_the_definitions_is_indexed_where_resolve_puts_
     assert main(["check", "--root", str(skill), "--source", str(path)]) == 0, capsys.readouterr().out
     assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
     assert "wrote: nothing (already current)" in capsys.readouterr().out
+
+
+def test_a_page_edited_while_resolve_runs_is_not_overwritten(pinned_skill, monkeypatch, capsys):
+    from omni_skill import resolve as resolve_module
+
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text() + "\nAlso [d][src:pkg/config.py::TIMEOUT].\n")
+    real = resolve_module.resolve
+
+    def resolve_while_someone_edits(*args, **kwargs):
+        outcome = real(*args, **kwargs)
+        page.write_text(page.read_text() + "\nAn edit made meanwhile.\n")
+        return outcome
+
+    monkeypatch.setattr("omni_skill.resolve.resolve", resolve_while_someone_edits)
+    capsys.readouterr()
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "references/branch/README.md changed while resolve ran; nothing was written" in err
+    assert page.read_text().endswith("An edit made meanwhile.\n")
+    assert not (skill / ".omni-skill-write.json").exists() and not list(skill.rglob(".*.tmp"))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import UsageError
+from .writes import ChangedMeanwhile
 
 if TYPE_CHECKING:
     from .index import EvidenceIndex
@@ -279,6 +280,10 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     revision = args.revision or (previous.revision if previous else None)
     if revision is None:
         raise UsageError("no pinned revision yet: give --revision SHA")
+    from .skill import data_files, markdown_files
+    from .writes import snapshot
+
+    before = snapshot(root, markdown_files(root) + data_files(root))
     outcome = resolve(root, Source(path, revision), previous)
     if outcome.findings:
         report = CheckReport(
@@ -312,7 +317,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             what = ", ".join(changed) or "nothing"
             print(f"resolve --dry-run: every label resolves ({count} citations); would write: {what}")
         return 0
-    written = write_files(root, outcome.contents)
+    written = write_files(root, outcome.contents, before)
     if args.format == "json":
         print(json.dumps({"verb": "resolve", "written": written, "citations": len(outcome.index.records)}, indent=2))
     else:
@@ -431,6 +436,10 @@ def cmd_bump(args: argparse.Namespace) -> int:
     path = source_path(args.source)
     if path is None:
         raise UsageError(f"bump needs the engine: give --source PATH or set {ENV_VAR}")
+    from .skill import data_files, markdown_files
+    from .writes import snapshot
+
+    before = snapshot(root, markdown_files(root) + data_files(root))
     index, provenance = _pinned_state(root)
     stale = [f for f in check_index(root, collect(root), index, provenance) if f.kind.startswith("index-")]
     if stale:
@@ -463,7 +472,7 @@ def cmd_bump(args: argparse.Namespace) -> int:
             report.blocked = [f"the bumped skill would fail check: {f.one_line()}" for f in rejected]
             sys.stdout.write(render("bump", report.model_dump(mode="json"), args.format))
             return 1
-        write_files(root, contents)
+        write_files(root, contents, before)
         report.written = True
         if (root / RELEASES_PATH).exists():
             print(
@@ -734,6 +743,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except UsageError as exc:
         print(f"omni-skill {args.verb}: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except ChangedMeanwhile as exc:
+        print(
+            f"omni-skill {args.verb}: error: {exc} changed while {args.verb} ran; nothing was written: run it again",
+            file=sys.stderr,
+        )
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""

@@ -68,8 +68,18 @@ def _sync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_files(root: Path, contents: dict[str, str]) -> list[str]:
-    """Write the files whose content changed, as one unit; return their relative paths."""
+def snapshot(root: Path, rels: list[str]) -> dict[str, str | None]:
+    """The current text of each file (None when absent or unreadable), to compare at write time."""
+    return {rel: _current(root / rel) for rel in rels}
+
+
+class ChangedMeanwhile(Exception):
+    """A file the verb read was changed by someone else before the verb wrote it."""
+
+
+def write_files(root: Path, contents: dict[str, str], read: dict[str, str | None] | None = None) -> list[str]:
+    """Write the files whose content changed, as one unit; return their relative paths. With
+    `read` (the texts the verb computed from), refuse to write over a file edited meanwhile."""
     recover(root)
     changed = {rel: contents[rel] for rel in changed_files(root, contents)}
     if not changed:
@@ -78,6 +88,11 @@ def write_files(root: Path, contents: dict[str, str]) -> list[str]:
     try:
         for rel, text in changed.items():
             staged.append((_write_temp(root / rel, text), root / rel))
+        meanwhile = sorted(
+            rel for rel in changed if read is not None and rel in read and _current(root / rel) != read[rel]
+        )
+        if meanwhile:
+            raise ChangedMeanwhile(", ".join(meanwhile))
         journal = {"renames": [[str(t.relative_to(root)), str(g.relative_to(root))] for t, g in staged]}
         journal_temp = _write_temp(root / JOURNAL, json.dumps(journal, indent=1) + "\n")
         os.replace(journal_temp, root / JOURNAL)
