@@ -10,15 +10,24 @@ import yaml
 from pydantic import ValidationError
 
 from .anchors import AnchorError, Span, fingerprint, locate, python
-from .anchors.yaml_keys import LOADER, node_at
+from .anchors.yaml_keys import node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
 from .datafiles import EvalFile
-from .findings import Finding, sort_findings, stale_schema
-from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, load_index, permalink, schema_json
+from .findings import Finding, sort_findings, stale_schema, validation_findings
+from .index import (
+    INDEX_PATH,
+    SCHEMA_PATH,
+    EvidenceIndex,
+    EvidenceRecord,
+    label_disagrees,
+    load_index,
+    permalink,
+    schema_json,
+)
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .resolve import ENGINE_REVISION_RE, Unresolved, resolve_label
-from .searchspace import load_search_space, validation_findings
+from .searchspace import load_search_space
 from .skill import (
     REFERENCES,
     SKILL_FILE,
@@ -33,7 +42,7 @@ from .source import BlobError, Source
 from .structure import check_structure
 from .versions import RELEASES_PATH, check_releases
 from .writes import JOURNAL, pending
-from .yamlcheck import yaml_problems
+from .yamlcheck import plain_data
 
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
@@ -208,15 +217,11 @@ def check_index(root: Path, collected: SkillLabels, index: EvidenceIndex, proven
                 )
             )
         try:
-            parsed = parse_label(record.label)
+            disagrees = label_disagrees(record)
         except LabelError as exc:
             findings.append(Finding(kind="index-invalid", file=INDEX_PATH, message=str(exc), label=record.label))
             continue
-        if (parsed.path, parsed.anchor, parsed.kind) != (
-            record.path,
-            record.anchor,
-            record.kind,
-        ) or record.end < record.start:
+        if disagrees or record.end < record.start:
             findings.append(
                 Finding(
                     kind="index-invalid",
@@ -248,20 +253,12 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
     findings: list[Finding] = []
     records = index.by_label() if index else {}
     for rel in eval_files(root):
-        text = read_text(root, rel)
-        problems = yaml_problems(text)
+        data, problems = plain_data(read_text(root, rel))
         if problems:
             findings += [Finding(kind="eval-invalid", file=rel, line=n, message=m) for n, m in problems]
             continue
         try:
-            data = yaml.load(text, Loader=LOADER)
             evals = EvalFile.model_validate(data)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            findings.append(
-                Finding(kind="eval-invalid", file=rel, line=mark.line + 1 if mark else 0, message="not valid YAML")
-            )
-            continue
         except ValidationError as exc:
             findings += validation_findings(rel, exc, "eval-invalid")
             continue
@@ -486,11 +483,9 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
             findings += check_records(index, source)
         findings += check_claims(collected, source)
         findings += check_tests(collected, source)
-        # --- model catalogue (models.py) ---
         from .models import check_models
 
         findings += check_models(root, source)
-        # --- end model catalogue ---
     return CheckReport(
         verb="check",
         root=str(root),
@@ -515,13 +510,7 @@ def check_spans(root: Path, index: EvidenceIndex) -> list[Finding]:
     path = root / WHOLE_PATH
     findings: list[Finding] = []
     if path.exists():
-        text = read_text(root, WHOLE_PATH)
-        problems = yaml_problems(text)
-        try:
-            data = yaml.load(text, Loader=LOADER) if not problems else None
-        except yaml.YAMLError:
-            problems = [(0, "not valid YAML")]
-            data = None
+        data, problems = plain_data(read_text(root, WHOLE_PATH))
         if problems or not isinstance(data, dict) or not all(isinstance(v, str) and v for v in data.values()):
             line, message = problems[0] if problems else (0, "must map each label to a non-empty reason")
             return [Finding(kind="spans-invalid", file=WHOLE_PATH, line=line, message=message)]

@@ -280,10 +280,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     revision = args.revision or (previous.revision if previous else None)
     if revision is None:
         raise UsageError("no pinned revision yet: give --revision SHA")
-    from .skill import data_files, markdown_files
-    from .writes import snapshot
-
-    before = snapshot(root, markdown_files(root) + data_files(root))
+    before = _page_snapshot(root)
     outcome = resolve(root, Source(path, revision), previous)
     if outcome.findings:
         report = CheckReport(
@@ -376,12 +373,14 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def _invalid(path: Path, exc: ValueError) -> str:
     """One line: the file, the field path and the reason (pydantic), or the JSON error."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        found = errors()
-        loc = ".".join(str(p) for p in found[0]["loc"]) or "(top)"
+    from pydantic import ValidationError
+
+    from .findings import validation_message
+
+    if isinstance(exc, ValidationError):
+        found = exc.errors()
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        return f"{path}: {loc}: {found[0]['msg']}{more}"
+        return f"{path}: {validation_message(found[0])}{more}"
     return f"{path}: {str(exc).splitlines()[0]}"
 
 
@@ -399,19 +398,28 @@ def _pinned_state(root: Path) -> tuple[EvidenceIndex, Provenance]:
         raise UsageError(_invalid(root / "provenance.json", exc)) from None
     if index is None or provenance is None:
         raise UsageError(f"{root}: no evidence index or provenance yet: run `omni-skill resolve` first")
-    from .labels import LabelError, parse_label
+    from .index import label_disagrees
+    from .labels import LabelError
 
     for number, record in enumerate(index.records):
         try:
-            label = parse_label(record.label)
+            disagrees = label_disagrees(record)
         except LabelError as exc:
             raise UsageError(f"{root / 'evidence/index.json'}: records.{number}.label: {exc}") from None
-        if (label.path, label.anchor, label.kind) != (record.path, record.anchor, record.kind):
+        if disagrees:
             raise UsageError(
                 f"{root / 'evidence/index.json'}: records.{number}: path, anchor or kind disagree with the label "
                 f"{record.label!r}: run `omni-skill resolve`"
             )
     return index, provenance
+
+
+def _page_snapshot(root: Path) -> dict[str, str | None]:
+    """The pages and data files as a writing verb read them, so it writes over none edited meanwhile."""
+    from .skill import data_files, markdown_files
+    from .writes import snapshot
+
+    return snapshot(root, markdown_files(root) + data_files(root))
 
 
 def _old_source(path: Path, revision: str) -> Source | None:
@@ -436,10 +444,7 @@ def cmd_bump(args: argparse.Namespace) -> int:
     path = source_path(args.source)
     if path is None:
         raise UsageError(f"bump needs the engine: give --source PATH or set {ENV_VAR}")
-    from .skill import data_files, markdown_files
-    from .writes import snapshot
-
-    before = snapshot(root, markdown_files(root) + data_files(root))
+    before = _page_snapshot(root)
     index, provenance = _pinned_state(root)
     stale = [f for f in check_index(root, collect(root), index, provenance) if f.kind.startswith("index-")]
     if stale:
@@ -503,7 +508,7 @@ class Engine:
 def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> Engine:
     """The engine named by --wheel, --engine-dir, --installed or --source (or $VLLM_OMNI_SOURCE)."""
     from .source import Source
-    from .trees import FileTree, FolderTree, WheelTree, folder_tree
+    from .trees import FileTree, FolderTree, WheelTree, folder_tree, require_cited
 
     engine: Engine
     if args.wheel:
@@ -532,9 +537,7 @@ def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> En
             )
         return Engine(Source(path, revision), "git", str(path))
     if isinstance(engine.files, FileTree):
-        cited = sorted({r.path.split("/", 1)[0] for r in index.records if "/" in r.path})
-        if not any(engine.files.ships(r.path) for r in index.records):
-            raise UsageError(f"{engine.location}: holds none of the cited folders ({', '.join(cited)})")
+        require_cited(engine.files, [r.path for r in index.records])
     return engine
 
 
@@ -648,7 +651,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     from .bump import use_contexts
     from .index import dump_json
     from .report import render
-    from .trees import WheelTree
+    from .trees import WheelTree, require_cited
     from .versions import RELEASES_SCHEMA_PATH, matrix, release_of, render_page, schema_json
     from .writes import write_files
 
@@ -662,8 +665,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
         if tree.version in versions:
             raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
         versions[tree.version] = path
-        if not any(tree.ships(r.path) for r in index.records):
-            raise UsageError(f"{path}: holds none of the cited package folders")
+        require_cited(tree, [r.path for r in index.records])
         releases.append(release_of(index, tree, contexts))
     found = matrix(index, releases)
     contents = {

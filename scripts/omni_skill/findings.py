@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class Finding(BaseModel):
@@ -36,3 +37,12 @@ def stale_schema(root: Path, rel: str, expected: str, what: str, refresh: str) -
         return []
     message = f"the published JSON Schema differs from the {what} model: run `{refresh}`"
     return [Finding(kind="schema-stale", file=rel, message=message)]
+
+
+def validation_findings(rel: str, error: ValidationError, kind: str) -> list[Finding]:
+    """One finding per pydantic error: the field path and the reason."""
+    return [Finding(kind=kind, file=rel, message=validation_message(e)) for e in error.errors()]
+
+
+def validation_message(error: Any) -> str:
+    return f"{'.'.join(str(p) for p in error['loc']) or '(top)'}: {error['msg']}"

@@ -46,6 +46,15 @@ class EvidenceIndex(BaseModel):
         return {record.label: record for record in self.records}
 
 
+def label_disagrees(record: EvidenceRecord) -> bool:
+    """Whether the record's path, anchor or kind differ from what its label says; LabelError
+    when the label does not parse."""
+    from .labels import parse_label
+
+    label = parse_label(record.label)
+    return (label.path, label.anchor, label.kind) != (record.path, record.anchor, record.kind)
+
+
 def permalink(repository: str, revision: str, record: EvidenceRecord) -> str:
     url = f"{repository}/blob/{revision}/{record.path}"
     if record.kind == "file":

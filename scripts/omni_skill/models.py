@@ -41,9 +41,8 @@ from .claims import (
     same_value,
 )
 from .errors import UsageError
-from .findings import Finding
+from .findings import Finding, validation_findings
 from .labels import LabelError, parse_label
-from .searchspace import validation_findings
 from .source import BlobError, Source
 from .yamlcheck import yaml_problems
 

@@ -7,28 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from .anchors.yaml_keys import LOADER
-from .yamlcheck import yaml_problems
+from .yamlcheck import plain_data
 
 if TYPE_CHECKING:
-    from pydantic import ValidationError
-
     from .datafiles import SearchSpace
     from .findings import Finding
 
 SEARCH_SPACE_PATH = "references/architecture-search/search-space.yaml"
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion", "all")
-
-
-def validation_findings(rel: str, error: ValidationError, kind: str) -> list[Finding]:
-    from .findings import Finding
-
-    return [
-        Finding(kind=kind, file=rel, message=f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}")
-        for e in error.errors()
-    ]
 
 
 def read_search_space(root: Path) -> tuple[Any, tuple[int, str] | None]:
@@ -41,21 +27,15 @@ def read_search_space(root: Path) -> tuple[Any, tuple[int, str] | None]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         return None, (0, f"not valid UTF-8 (byte {exc.start})")
-    problems = yaml_problems(text)
-    if problems:
-        return None, problems[0]
-    try:
-        return yaml.load(text, Loader=LOADER), None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, (mark.line + 1 if mark else 0, "not valid YAML")
+    data, problems = plain_data(text)
+    return data, problems[0] if problems else None
 
 
 def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
     from pydantic import ValidationError
 
     from .datafiles import SearchSpace
-    from .findings import Finding
+    from .findings import Finding, validation_findings
 
     data, problem = read_search_space(root)
     if problem is not None:

@@ -193,6 +193,13 @@ class WheelTree(FileTree):
             return None
 
 
+def require_cited(tree: FileTree, paths: list[str]) -> None:
+    """A tree that ships none of the cited paths is not this engine: one line naming them."""
+    if not any(tree.ships(path) for path in paths):
+        cited = sorted({path.split("/", 1)[0] for path in paths if "/" in path})
+        raise UsageError(f"{tree.location}: holds none of the cited folders ({', '.join(cited)})")
+
+
 def wheel_version(path: Path, wheel: WheelTree) -> str:
     """The version in the wheel's METADATA, else in its file name."""
     metadata = wheel.metadata()

@@ -348,7 +348,7 @@ def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
     page is its rendering. A skill without a matrix has nothing to check."""
     from pydantic import ValidationError
 
-    from .searchspace import validation_findings
+    from .findings import validation_findings
 
     try:
         found = load_matrix(root)

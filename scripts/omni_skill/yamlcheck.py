@@ -56,3 +56,16 @@ def yaml_problems(text: str, first_line: int = 1) -> list[tuple[int, str]]:
     except RecursionError:
         problems.append((first_line, f"nested deeper than {MAX_DEPTH} levels"))
     return problems
+
+
+def plain_data(text: str) -> tuple[Any, list[tuple[int, str]]]:
+    """The YAML's data when it is plain (see `yaml_problems`) and parses; else (None, problems)
+    with their lines (0 when unknown)."""
+    problems = yaml_problems(text)
+    if problems:
+        return None, problems
+    try:
+        return yaml.load(text, Loader=LOADER), []
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [(mark.line + 1 if mark else 0, "not valid YAML")]
