@@ -212,3 +212,19 @@ def skill(tmp_path: Path) -> Path:
         [the guide][src:docs/guide.md::#deploy-a-model-1] and [the requirements][src:requirements/common.txt].
         """,
     )
+
+
+def marker_program(folder: Path, then: str = "") -> tuple[Path, Path]:
+    """(script, marker): a program that leaves the marker when run (then runs `then`), to name in a
+    repository's settings and prove that no verb ever runs it."""
+    marker = folder / "MARKER"
+    script = folder / "hook.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n{then}")
+    script.chmod(0o755)
+    return script, marker
+
+
+def set_config(path: Path, settings: dict[tuple[str, str], str]) -> None:
+    with git.Repo(path).config_writer() as config:
+        for (section, key), value in settings.items():
+            config.set_value(section, key, value)

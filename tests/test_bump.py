@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import CONFIG_PY, DEPLOY_YAML, GUIDE_MD, commit_files, make_skill
+from conftest import CONFIG_PY, DEPLOY_YAML, GUIDE_MD, commit_files, make_skill, marker_program, set_config
 from omni_skill import writes
 from omni_skill.cli import main
 
@@ -251,15 +251,16 @@ def test_drift_with_no_difference(pinned, capsys):
 
 def test_drift_never_runs_programs_from_the_users_repository(pinned, capsys, tmp_path):
     skill, path, _ = pinned
-    marker = tmp_path / "marker"
-    hook = tmp_path / "hook.sh"
-    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
-    hook.chmod(0o755)
-    with git.Repo(path).config_writer() as config:
-        config.set_value("core", "fsmonitor", str(hook))
-        config.set_value("core", "hooksPath", str(tmp_path))
-        config.set_value("diff", "external", str(hook))
-        config.set_value("core", "pager", str(hook))
+    hook, marker = marker_program(tmp_path)
+    set_config(
+        path,
+        {
+            ("core", "fsmonitor"): str(hook),
+            ("core", "hooksPath"): str(tmp_path),
+            ("diff", "external"): str(hook),
+            ("core", "pager"): str(hook),
+        },
+    )
     advance(path, {"pkg/config.py": "# moved\n" + CONFIG_PY})
     marker.unlink(missing_ok=True)  # committing above may itself have run the monitor
     capsys.readouterr()

@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import CONFIG_PY, commit_files, make_skill
+from conftest import CONFIG_PY, commit_files, make_skill, marker_program, set_config
 from omni_skill.cli import main
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -41,16 +41,17 @@ def partial(tmp_path, engine):
     subprocess.run(
         ["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{origin}", str(clone)], check=True
     )
-    marker = tmp_path / "MARKER"
-    hook = tmp_path / "hook.sh"
-    hook.write_text(f'#!/bin/sh\ntouch {marker}\nexec git-upload-pack "$@"\n')
-    hook.chmod(0o755)
-    with git.Repo(clone).config_writer() as config:
-        config.set_value('remote "origin"', "uploadpack", str(hook))
-        config.set_value("core", "sshCommand", str(hook))
-        config.set_value("core", "gitProxy", str(hook))
-        config.set_value("core", "fsmonitor", str(hook))
-        config.set_value("core", "askPass", str(hook))
+    hook, marker = marker_program(tmp_path, then='exec git-upload-pack "$@"\n')
+    set_config(
+        clone,
+        {
+            ('remote "origin"', "uploadpack"): str(hook),
+            ("core", "sshCommand"): str(hook),
+            ("core", "gitProxy"): str(hook),
+            ("core", "fsmonitor"): str(hook),
+            ("core", "askPass"): str(hook),
+        },
+    )
     skill = make_skill(tmp_path / "skill", "# Branch\n\nSee [x][src:pkg/config.py::StageConfig].\n")
     assert main(["resolve", "--root", str(skill), "--source", str(origin), "--revision", sha]) == 0
     return clone, skill, sha, marker
