@@ -89,3 +89,22 @@ def test_a_def_inside_a_string_at_the_margin_may_not_parse_and_the_caller_falls_
     except SyntaxError:
         return  # Engine.module parses the whole text then
     assert any(isinstance(n, ast.Assign) and n.targets[0].id == "VALUE" for n in tree.body)
+
+
+def test_exact_blanking_at_the_edges():
+    cases = {
+        "": "",
+        "x = 1": "x = 1",
+        "def f(): pass": "pass",  # a def on the last line, no newline after it
+        "@d\ndef f():\n  pass": "pass\n\n",
+        "@d\nclass A:\n  pass\n": "@d\nclass A:\n  pass\n",  # a decorated class is kept
+        "@x\n": "@x\n",  # a decorator with nothing after it is kept
+        "@x\n@y": "@x\n@y",
+        # a closing bracket at the margin continues the signature; the comment ends nothing
+        "@d(\n  1,\n)\nasync def f(\n a,\n):\n  pass\n# c\nZ = 1": "pass\n\n\n\n\n\n\n\nZ = 1",
+        "def g():\r\n  pass\r\nK=1\r\n": "pass\n\nK=1\r\n",  # CRLF: only "\n" splits lines
+        "class A:\n    @property\n    def x(self):\n        return 1\n    y = 2\n": "class A:\n    pass\n\n\n    y = 2\n",
+        "def f():\n\tx\n\f\nq = 1\n": "pass\n\n\nq = 1\n",  # tab-indented body, a form-feed line
+    }
+    for text, expected in cases.items():
+        assert skeleton(text) == expected, text

@@ -22,7 +22,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, cached_property, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,8 +172,16 @@ class Catalogue(_Model):
 @dataclass
 class Loaded:
     catalogue: Catalogue | None
-    lines: dict[Path_, int] = field(default_factory=dict)
+    text: str = ""  # the file, parsed again for line numbers only when a finding needs one
     findings: list[Finding] = field(default_factory=list)
+
+    @cached_property
+    def lines(self) -> dict[Path_, int]:
+        found: dict[Path_, int] = {}
+        node = yaml.compose(self.text, Loader=LOADER) if self.text else None
+        if node is not None:
+            _node_lines(node, (), found)
+        return found
 
     def line(self, *path: str | int) -> int:
         """The models.yaml line of `path`, else of its nearest listed parent."""
@@ -225,7 +233,6 @@ def load(root: Path) -> Loaded:
             None, findings=[Finding(kind="yaml-invalid", file=MODELS_PATH, line=n, message=m) for n, m in problems]
         )
     try:
-        node = yaml.compose(text, Loader=LOADER)
         data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -233,14 +240,11 @@ def load(root: Path) -> Loaded:
             kind="yaml-invalid", file=MODELS_PATH, line=mark.line + 1 if mark else 0, message="not valid YAML"
         )
         return Loaded(None, findings=[finding])
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _node_lines(node, (), lines)
     try:
         catalogue = Catalogue.model_validate(data)
     except ValidationError as exc:
-        return Loaded(None, lines, validation_findings(MODELS_PATH, exc, "models-invalid"))
-    return Loaded(catalogue, lines, _duplicates(catalogue))
+        return Loaded(None, text, validation_findings(MODELS_PATH, exc, "models-invalid"))
+    return Loaded(catalogue, text, _duplicates(catalogue))
 
 
 def load_models(root: Path) -> tuple[Catalogue | None, list[Finding]]:
@@ -293,15 +297,24 @@ def models_data(root: Path, name: str | None) -> dict[str, Any]:
 DEF_START = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]")
 
 
+CANDIDATE = re.compile(r"^[^\S\n]*(?:@|(?:async[ \t]+)?def[ \t])", re.MULTILINE)  # a decorator or a `def`
+
+
 def skeleton(text: str) -> str:
     """The module with every function definition (decorators, signature, body) blanked and a
     `pass` in its place, line numbers kept. The catalogue checks read only imports, assignments,
     class headers and class-level fields, which parse the same from this at a fraction of the cost
     (benchmarks/validate_skeleton.py compares both parses over the engine). A text whose
-    blanking does not parse (a `def` inside a string, say) is parsed whole by the caller."""
-    lines = text.split("\n")
-    out = list(lines)
-    count = len(lines)
+    blanking does not parse (a `def` inside a string, say) is parsed whole by the caller.
+
+    Regular-expression searches find each decorator or `def` line and the end of each body, so
+    only the lines around a definition's head are looked at one by one."""
+
+    def line_at(offset: int) -> tuple[str, int]:
+        """The line starting at `offset`, and the offset of the next line."""
+        stop = text.find("\n", offset)
+        stop = len(text) if stop < 0 else stop
+        return text[offset:stop], stop + 1
 
     def is_code(line: str) -> bool:
         stripped = line.strip()
@@ -310,33 +323,42 @@ def skeleton(text: str) -> str:
     def indent(line: str) -> int:
         return len(line) - len(line.lstrip())
 
-    index = 0
-    while index < count:
-        line = lines[index]
-        if not (line.lstrip().startswith("@") or DEF_START.match(line)):
-            index += 1
-            continue
+    pieces: list[str] = []
+    emitted = 0  # text before this offset is in `pieces`
+    position = 0
+    while (found := CANDIDATE.search(text, position)) is not None:
+        first = found.start()
+        line, following = line_at(first)
         margin = indent(line)
-        head = index  # past the decorators, which may run over several lines
-        while head < count and not DEF_START.match(lines[head]):
-            nested = lines[head].strip().startswith(("@", ")", "]", "}"))
-            if head > index and is_code(lines[head]) and indent(lines[head]) <= margin and not nested:
+        head, head_line = first, line  # past the decorators, which may run over several lines
+        while not DEF_START.match(head_line):
+            if head > first and is_code(head_line) and indent(head_line) <= margin:
+                if not head_line.strip().startswith(("@", ")", "]", "}")):
+                    break
+            head = following
+            if head > len(text):
                 break
-            head += 1
-        if head >= count or not DEF_START.match(lines[head]) or indent(lines[head]) != margin:
-            index += 1  # a decorated class, or something else: kept
+            head_line, following = line_at(head)
+        if head > len(text) or not DEF_START.match(head_line) or indent(head_line) != margin:
+            position = line_at(first)[1]  # a decorated class, or something else: kept
             continue
-        end = head + 1
-        while end < count:
-            later = lines[end]
-            closing = later.strip().startswith((")", "]", "}"))
-            if is_code(later) and indent(later) <= margin and not closing:
-                break
-            end += 1
-        out[index:end] = [""] * (end - index)
-        out[index] = " " * margin + "pass"
-        index = end
-    return "\n".join(out)
+        # The body ends before the next line of code indented no deeper than the `def` (a closing
+        # bracket continues it).
+        after = _statement_at_or_above(margin).search(text, following) if following <= len(text) else None
+        stop = after.start() if after else len(text)
+        pieces += [text[emitted:first], " " * margin + "pass", "\n" * text.count("\n", first, stop)]
+        emitted = position = stop
+        if after is None:
+            break
+    pieces.append(text[emitted:])
+    return "".join(pieces)
+
+
+@cache
+def _statement_at_or_above(margin: int) -> re.Pattern[str]:
+    """A line whose code starts within `margin` characters of whitespace: not blank, not a
+    comment, not a closing bracket."""
+    return re.compile(r"^[^\S\n]{0,%d}[^\s#)\]}]" % margin, re.MULTILINE)  # noqa: UP031
 
 
 class Unavailable(Exception):
@@ -349,6 +371,9 @@ class Engine:
     def __init__(self, source: Source):
         self.source = source
         self._trees: dict[str, ast.Module] = {}
+        self._constants: dict[str, dict[str, ast.expr]] = {}
+        self._classes: dict[tuple[str, str], tuple[str, ast.ClassDef] | None] = {}
+        self._mros: dict[tuple[str, int], list[tuple[str, ast.ClassDef]]] = {}
         self._stage_defaults: dict[str, Any] | None = None
 
     def stage_defaults(self) -> dict[str, Any]:
@@ -388,12 +413,15 @@ class Engine:
 
     def constants(self, path: str) -> dict[str, ast.expr]:
         """Module-level `NAME = value` assignments of a module."""
+        if path in self._constants:
+            return self._constants[path]
         found: dict[str, ast.expr] = {}
         for stmt in self.module(path).body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 found[stmt.targets[0].id] = stmt.value
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
                 found[stmt.target.id] = stmt.value
+        self._constants[path] = found
         return found
 
     def constant(self, path: str, name: str, depth: int = 0) -> ast.expr | None:
@@ -424,7 +452,11 @@ class Engine:
 
     def find_class(self, path: str, name: str, depth: int = 0) -> tuple[str, ast.ClassDef] | None:
         """The class `name` as module `path` sees it: defined there or imported from the engine."""
-        if depth > 8:
+        if depth == 0:
+            if (path, name) not in self._classes:
+                self._classes[(path, name)] = self.find_class(path, name, 1)
+            return self._classes[(path, name)]
+        if depth > 9:
             return None
         for stmt in self.module(path).body:
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
@@ -453,6 +485,12 @@ class Engine:
 
     def mro(self, path: str, cls: ast.ClassDef) -> list[tuple[str, ast.ClassDef]]:
         """C3 linearisation over the engine's own classes (bases from outside the engine dropped)."""
+        if (path, id(cls)) in self._mros:  # the trees are kept, so a class node's id stays its own
+            return self._mros[(path, id(cls))]
+        self._mros[(path, id(cls))] = self._mro(path, cls)
+        return self._mros[(path, id(cls))]
+
+    def _mro(self, path: str, cls: ast.ClassDef) -> list[tuple[str, ast.ClassDef]]:
         key = (path, cls)
         sequences = [self.mro(p, c) for p, c in self.bases(path, cls)]
         sequences.append(self.bases(path, cls))

@@ -99,6 +99,11 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+def _deeper(line: str, level: int) -> bool:
+    """`_indent(line) >= level` for level > 0, without copying the line (or a blank line)."""
+    return line[:level].isspace()
+
+
 LONG_BLOCK = 30
 
 
@@ -168,8 +173,17 @@ def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -
             break
     else:
         return False
-    body = [line for line in lines[stop + 1 : span.end] if line.strip() and not line.lstrip().startswith("#")]
-    if not body or not lines[span.end - 1].strip() or any(_indent(line) <= margin for line in body):
+    if not lines[span.end - 1].strip():
+        return False
+    body_code = False
+    for line in lines[stop + 1 : span.end]:
+        inside = line[: margin + 1].isspace()  # indented past the margin, or blank (`_deeper`, inlined)
+        if (inside and body_code) or not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not inside:
+            return False  # a statement at or above the margin inside the span
+        body_code = True
+    if not body_code:
         return False
     for later in range(span.end, len(lines)):
         text = lines[later]
@@ -204,9 +218,11 @@ def _in_scopes(lines: list[str], start: int, margin: int, scopes: list[str]) -> 
         if level == 0:
             break
         line = lines[index]
+        if line[:level].isspace():  # deeper (`_deeper`, inlined: this loop runs over whole classes)
+            continue
         stripped = line.strip()
-        if not stripped or stripped.startswith(("#", "@", ")", "]", "}")) or _indent(line) >= level:
-            continue  # blank, comment, decorator, the close of a multi-line header, or deeper
+        if not stripped or stripped[0] in "#@)]}":
+            continue  # blank, comment, decorator, or the close of a multi-line header
         level = _indent(line)
         if TRANSPARENT.match(stripped):
             continue
@@ -260,7 +276,10 @@ def quick_span(lines: list[str], anchor: str) -> Span | None:
         end = index + 1
         for later in range(index + 1, len(lines)):
             text = lines[later]
-            if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= indent:
+            if _deeper(text, indent + 1):
+                end = later + 1
+                continue
+            if text.strip() and not text.lstrip().startswith("#"):
                 if not text.strip().startswith((")", "]", "}")):
                     break
             end = later + 1
