@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Literal
 
@@ -88,6 +89,7 @@ def _old_text(record: EvidenceRecord, old: Source | None) -> list[str] | None:
         return None
 
 
+WORD = re.compile(r"\w+")
 CHAR_LEVEL_LIMIT = 400  # characters; above this, similarity is measured over lines (difflib is quadratic)
 
 
@@ -111,14 +113,24 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
     # so a range that moved a little is found after a few windows, not after hashing them all.
     home = record.start - 1
     last = len(lines) - width
+    # With the old text at hand (and matching the fingerprint), a window is compared as a list,
+    # and only where its first line matches; else each window is hashed.
+    known = old_lines is not None and _digest(old_lines) == record.fingerprint
     for distance in range(0, max(home, last - home) + 1):
         for i in (home - distance, home + distance) if distance else (home,):
-            if 0 <= i <= last and _digest(lines[i : i + width]) == record.fingerprint:
+            if not 0 <= i <= last:
+                continue
+            if known:
+                assert old_lines is not None
+                if lines[i] == old_lines[0] and lines[i : i + width] == old_lines:
+                    return i + 1, i + width, 1.0
+            elif _digest(lines[i : i + width]) == record.fingerprint:
                 return i + 1, i + width, 1.0
     if old_lines is None:
         return None
     wanted = set(old_lines)
-    shared = [sum(1 for line in lines[i : i + width] if line in wanted) for i in range(max(1, len(lines) - width + 1))]
+    before = [0, *accumulate(line in wanted for line in lines)]  # lines so far that the old text has
+    shared = [before[min(i + width, len(lines))] - before[i] for i in range(max(1, len(lines) - width + 1))]
     best_shared = max(shared, default=0)
     if best_shared == 0:
         return None
@@ -212,7 +224,7 @@ def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
     except GitCommandError:
         return {}  # git grep exits 1 when nothing matches
     found: dict[str, list[str]] = {}
-    top_word = re.compile(rf"\b({alternatives})\b")
+    wanted_tops = set(tops)
     by_top: dict[str, list[str]] = {}
     for name in sorted(names):
         by_top.setdefault(name.split(".", 1)[0], []).append(name)
@@ -222,7 +234,7 @@ def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
             text, lines = source.text(path), source.lines(path)
         except (KeyError, BlobError):
             continue
-        present = set(top_word.findall(text))
+        present = set(WORD.findall(text)) & wanted_tops  # the top-level names spelled out as whole words
         for name in (n for top in sorted(present) for n in by_top.get(top, [])):
             if any(part not in text for part in name.split(".")):
                 continue
@@ -377,18 +389,25 @@ def use_contexts(root: Path, index: EvidenceIndex) -> dict[str, list[UseContext]
 
 
 def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | None) -> list[Classified]:
+    from concurrent.futures import ThreadPoolExecutor
+
     old_revision = old.commit if old else None
     wanted: set[str] = set()
     resolved: dict[str, EvidenceRecord | Unresolved] = {}
-    for record in index.records:
-        entry = new.entry(record.path)
-        if record.kind != "python" or (entry is not None and entry.sha == record.blob):
-            continue
-        result = resolved[record.label] = resolve_label(record.label, new, quick=True)
-        if isinstance(result, Unresolved) and result.kind in ("path-missing", "anchor-missing"):
-            wanted.add(python.split_occurrence(record.anchor)[0])
-    definers = defining_files(new, wanted)
-    renames = renamed_paths(new, old_revision, {r.path for r in index.records if new.entry(r.path) is None})
+    gone = {r.path for r in index.records if new.entry(r.path) is None}
+    # git's rename detection runs in its own process while the labels are resolved here (the
+    # thread only waits for it; each git call is a process of its own).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        detecting = pool.submit(renamed_paths, new, old_revision, gone)
+        for record in index.records:
+            entry = new.entry(record.path)
+            if record.kind != "python" or (entry is not None and entry.sha == record.blob):
+                continue
+            result = resolved[record.label] = resolve_label(record.label, new, quick=True)
+            if isinstance(result, Unresolved) and result.kind in ("path-missing", "anchor-missing"):
+                wanted.add(python.split_occurrence(record.anchor)[0])
+        definers = defining_files(new, wanted)
+        renames = detecting.result()
     contexts = use_contexts(root, index)
     results = []
     for record in index.records:
