@@ -307,7 +307,7 @@ def holds(record: EvidenceRecord, source: Source) -> bool:
     if record.kind == "python":
         return python.verify_at(lines, record.anchor, span)
     try:
-        return locate(parse_label(record.label), source.text(record.path)) == span
+        return locate(parse_label(record.label), source.text(record.path), text_lines=lines) == span
     except AnchorError:
         return False
 
@@ -446,10 +446,50 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
     unreadable = unreadable_files(root)
     if unreadable:  # every other check reads these files: report them alone
         return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])
-    collected = collect(root)
     index, provenance, findings = load_state(root)
-    ran = ["structure", "labels", "definitions", "data", "evals"]
-    findings += check_structure(root, installed)
+    if source is None:
+        findings += offline_checks(root, index, provenance, installed)[0]
+        ran = [*OFFLINE_CHECKS]
+        skipped = [(name, what) for name, what in SOURCE_CHECKS]
+    else:
+        from .models import check_models
+        from .parallel import Beside
+
+        def engine_checks(engine: Source) -> list[Finding]:
+            """The engine checks that read no page: beside the rest, on a second CPU when there is one."""
+            return (check_records(index, engine) if index else []) + check_models(root, engine)
+
+        with Beside(engine_checks, source) as engine_side:
+            found, collected = offline_checks(root, index, provenance, installed)
+            findings += found + check_claims(collected, source) + check_tests(collected, source)
+            findings += engine_side.result()
+        ran = [*OFFLINE_CHECKS, *(name for name, _ in SOURCE_CHECKS)]
+        skipped = []
+    if not (index and provenance):
+        ran = [name for name in ran if name not in ("index", "spans", "releases")]
+    elif not (root / RELEASES_PATH).exists():
+        ran.remove("releases")
+    return CheckReport(
+        verb="check",
+        root=str(root),
+        revision=provenance.revision if provenance else "",
+        findings=sort_findings(findings),
+        ran=ran,
+        skipped=skipped,
+        citations=len(index.records) if index else 0,
+        files=len({r.path for r in index.records}) if index else 0,
+    )
+
+
+OFFLINE_CHECKS = ("structure", "labels", "definitions", "data", "evals", "index", "spans", "releases")
+
+
+def offline_checks(
+    root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool
+) -> tuple[list[Finding], SkillLabels]:
+    """Every check of the skill's own files (see OFFLINE_CHECKS), and the labels collected."""
+    collected = collect(root)
+    findings = check_structure(root, installed)
     unfinished = pending(root)
     if unfinished:
         findings.append(
@@ -463,39 +503,15 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
     findings += collected.findings
     findings += check_definitions(collected)
     if index and provenance:
-        ran.append("index")
         findings += check_index(root, collected, index, provenance)
         findings += stale_schema(root, SCHEMA_PATH, schema_json(), "index", "omni-skill resolve")
-        ran.append("spans")
         findings += check_spans(root, index)
         if (root / RELEASES_PATH).exists():
-            ran.append("releases")
             findings += check_releases(root, index)
     unparsed = {f.file for f in collected.findings if f.kind == "yaml-invalid"}
     findings += [f for f in load_search_space(root)[1] if f.file not in unparsed]  # one finding per bad file
     findings += check_evals(root, index)
-    skipped: list[tuple[str, str]] = []
-    if source is None:
-        skipped = [(name, what) for name, what in SOURCE_CHECKS]
-    else:
-        ran += [name for name, _ in SOURCE_CHECKS]
-        if index:
-            findings += check_records(index, source)
-        findings += check_claims(collected, source)
-        findings += check_tests(collected, source)
-        from .models import check_models
-
-        findings += check_models(root, source)
-    return CheckReport(
-        verb="check",
-        root=str(root),
-        revision=provenance.revision if provenance else "",
-        findings=sort_findings(findings),
-        ran=ran,
-        skipped=skipped,
-        citations=len(index.records) if index else 0,
-        files=len({r.path for r in index.records}) if index else 0,
-    )
+    return findings, collected
 
 
 LONG_SPAN = 150  # lines; a longer citation must be a claim about the whole definition

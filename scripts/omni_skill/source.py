@@ -100,6 +100,13 @@ class Source:
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
 
+    def reopened(self) -> Source:
+        """The same repository and commit through a git handle of its own (a forked process must
+        not share this one's persistent `cat-file`), with what was already read."""
+        other = Source(self.path, self.commit)
+        other._tree, other._texts, other._lines = self._tree, dict(self._texts), dict(self._lines)
+        return other
+
     def git(self, *args: str) -> str:
         config: list[str] = []
         for item in SAFE_CONFIG:

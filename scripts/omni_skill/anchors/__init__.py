@@ -30,14 +30,16 @@ def fingerprint(lines: list[str], span: Span) -> str:
 
 def locate(label: Label, text: str, quick: bool = False, text_lines: list[str] | None = None) -> Span:
     """The span of a label's anchor in the text of its file. `quick`: for Python, first try to
-    find the definition by scanning and proving it from its own lines, without parsing the module."""
+    find the definition by scanning and proving it from its own lines, without parsing the module.
+    `text_lines`: the text's lines, when the caller has them (`text.splitlines()`)."""
     from . import lines, markdown, python, yaml_keys
 
     kind = label.kind
+    count = len(text_lines) if text_lines is not None else None
     if kind == "file":
-        return Span(1, max(1, len(text.splitlines())))
+        return Span(1, max(1, len(text.splitlines()) if count is None else count))
     if kind == "lines":
-        return lines.locate(text, label.anchor)
+        return lines.locate(text, label.anchor, count)
     if kind == "python":
         if quick:
             name = python.split_occurrence(label.anchor)[0]
