@@ -240,7 +240,6 @@ def _root(args: argparse.Namespace) -> Path:
 def cmd_check(args: argparse.Namespace) -> int:
     from .checks import run_check
     from .provenance import load_provenance
-    from .report import check_data, render
     from .source import Source
 
     root = _root(args)
@@ -256,6 +255,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise UsageError(f"{root / 'provenance.json'}: no valid pinned revision to check against")
         source = Source(path, provenance.revision)
     report = run_check(root, source, args.installed)
+    from .report import check_data, render  # jinja2: loaded while the forked engine checks run
+
     sys.stdout.write(render("check", check_data(report), args.format))
     return 0 if report.ok else 1
 

@@ -145,7 +145,7 @@ class MarkdownLabels:
 
 
 @lru_cache(maxsize=1)
-def _parsers() -> tuple[MarkdownIt, MarkdownIt]:
+def markdown_parsers() -> tuple[MarkdownIt, MarkdownIt]:
     """(full, block-level) CommonMark parsers, built on first use: the label grammar needs neither."""
     from markdown_it import MarkdownIt
 
@@ -158,7 +158,7 @@ def markdown_tokens(source: str) -> list[Token]:
     `inline_tokens`), parsed once per text. Citation definition lines are blanked first (line
     numbers stay): they are read with DEF_RE, and they are most of the parsing cost."""
     lines = source.split("\n")
-    return _parsers()[1].parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
+    return markdown_parsers()[1].parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
 
 
 @lru_cache(maxsize=64)

@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import yaml
-from markdown_it import MarkdownIt
 
 from .anchors.markdown import slug
 from .findings import Finding
@@ -28,8 +27,6 @@ MAX_PAGE_LINES = 300
 MAX_PAGE_PROSE_TOKENS = 6000  # a page above its link definitions
 MAX_ROUTE_TOKENS = 4000  # SKILL.md's prose plus a branch entry page's (README.md): what an agent loads to route
 CONTENTS_OVER = 150
-
-_md = MarkdownIt("commonmark")
 
 
 @dataclass

@@ -5,11 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from markdown_it import MarkdownIt
-
 from . import AnchorError, Span
-
-_md = MarkdownIt("commonmark")
 
 
 def slug(title: str) -> str:
@@ -22,7 +18,9 @@ def slug(title: str) -> str:
 @lru_cache(maxsize=128)
 def sections(text: str) -> dict[str, Span]:
     """Every heading's slug (deduplicated with -1, -2 …) and the span of its section."""
-    tokens = _md.parse(text)
+    from ..labels import markdown_parsers  # markdown-it, loaded on first use
+
+    tokens = markdown_parsers()[0].parse(text)
     headings: list[tuple[int, int, str]] = []  # (level, 1-based line, title)
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.map:
