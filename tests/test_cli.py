@@ -307,6 +307,7 @@ def test_claimed_defaults_with_source(tmp_path, engine, capsys):
     assert len(findings) == 3, out
     assert "default-mismatch: src:pkg/config.py::StageConfig.devices: claims default '1', the source says '0'" in out
     assert "default-not-literal: src:pkg/config.py::StageConfig.tags" in out and "default_factory" in out
+    assert "line 19: default_factory" in out  # the file's line, not the line within the cited block
     assert "default-absent: src:pkg/config.py::add_cli_args" in out
 
 

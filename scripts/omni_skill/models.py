@@ -400,7 +400,8 @@ class Engine:
     def node(self, label_text: str) -> ast.AST:
         try:
             label = parse_label(label_text)
-            return python.find(self.source.text(label.path), label.anchor)[1]
+            quick = python.quick_find(self.source.lines(label.path), label.anchor)  # else parse the module
+            return quick[1] if quick else python.find(self.source.text(label.path), label.anchor)[1]
         except (LabelError, KeyError, BlobError, AnchorError) as exc:
             raise Unavailable(f"{label_text}: {exc}") from None
 

@@ -107,15 +107,30 @@ def _deeper(line: str, level: int) -> bool:
 LONG_BLOCK = 30
 
 
-def _parses_as(block: list[str], margin: int, leaf: str) -> bool:
-    """The lines parse as exactly one statement, spanning all of them, that defines `leaf`."""
+@lru_cache(maxsize=64)
+def _parse(text: str) -> ast.Module | None:
+    """A block's parse, kept so that proving a definition and reading its node parse it once.
+    Callers must not change the tree."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _block_text(block: list[str], margin: int, first: int) -> str:
+    """The block moved to the left margin, after blank lines that put its first line at `first`."""
+    return "\n" * (first - 1) + "\n".join(line[margin:] for line in block)
+
+
+def _parses_as(block: list[str], margin: int, leaf: str, first: int = 1) -> bool:
+    """The lines parse as exactly one statement, spanning all of them, that defines `leaf`
+    (`first`: the line number the block's first line has in its file)."""
     if any(line.strip() and _indent(line) < margin for line in block):
         return False
-    try:
-        module = ast.parse("\n".join(line[margin:] for line in block))
-    except (SyntaxError, RecursionError, MemoryError):
+    module = _parse(_block_text(block, margin, first))
+    if module is None or len(module.body) != 1:
         return False
-    return len(module.body) == 1 and _span(module.body[0]) == Span(1, len(block)) and leaf in _names(module.body[0])
+    return _span(module.body[0]) == Span(first, first + len(block) - 1) and leaf in _names(module.body[0])
 
 
 def _word_follows(text: str, word: str) -> bool:
@@ -206,7 +221,7 @@ def verify_at(lines: list[str], anchor: str, span: Span) -> bool:
     long_definition = len(block) > LONG_BLOCK and block[0].lstrip().startswith(("@", "def ", "async ", "class "))
     if long_definition:
         return _block_is_definition(lines, span, parts[-1], margin)
-    return _parses_as(block, margin, parts[-1])
+    return _parses_as(block, margin, parts[-1], span.start)
 
 
 def _in_scopes(lines: list[str], start: int, margin: int, scopes: list[str]) -> bool:
@@ -252,13 +267,14 @@ def _decorators_start(lines: list[str], index: int, indent: int) -> int:
 
 def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
     """Find a definition by scanning for its name and proving each candidate with `verify_at`,
-    without parsing the module. None when not exactly one candidate is proven."""
+    without parsing the module. None when not exactly one candidate is proven. The node's line
+    numbers are the file's."""
     span = quick_span(lines, anchor)
     if span is None:
         return None
     block = lines[span.start - 1 : span.end]
-    indent = _indent(block[0])
-    return span, ast.parse("\n".join(text[indent:] for text in block)).body[0]
+    module = _parse(_block_text(block, _indent(block[0]), span.start))  # parsed already when the block is short
+    return (span, module.body[0]) if module is not None else None
 
 
 def quick_span(lines: list[str], anchor: str) -> Span | None:
