@@ -312,9 +312,9 @@ def holds(record: EvidenceRecord, source: Source) -> bool:
         return False
 
 
-def check_records(index: EvidenceIndex, source: Source) -> list[Finding]:
+def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding]:
     findings: list[Finding] = []
-    for record in index.records:
+    for record in records:
         if holds(record, source):
             continue
         where = record.uses[0] if record.uses else None
@@ -455,13 +455,18 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         from .models import check_models
         from .parallel import Beside
 
+        records = index.records if index else []
+        python_records = [r for r in records if r.kind == "python"]
+
         def engine_checks(engine: Source) -> list[Finding]:
-            """The engine checks that read no page: beside the rest, on a second CPU when there is one."""
-            return (check_records(index, engine) if index else []) + check_models(root, engine)
+            """The Python records and the model catalogue (they read no page, and need neither
+            markdown-it nor jinja2): beside the rest, on a second CPU when there is one."""
+            return check_records(python_records, engine) + check_models(root, engine)
 
         with Beside(engine_checks, source) as engine_side:
             found, collected = offline_checks(root, index, provenance, installed)
-            findings += found + check_claims(collected, source) + check_tests(collected, source)
+            findings += found + check_records([r for r in records if r.kind != "python"], source)
+            findings += check_claims(collected, source) + check_tests(collected, source)
             findings += engine_side.result()
         ran = [*OFFLINE_CHECKS, *(name for name, _ in SOURCE_CHECKS)]
         skipped = []

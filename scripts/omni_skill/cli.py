@@ -727,6 +727,9 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The file formats are validated by the skill's own models alone: pydantic plugins installed
+    # in the environment are not loaded (nor is every installed package's metadata scanned for them).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
