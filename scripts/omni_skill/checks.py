@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from .anchors import AnchorError, Span, fingerprint, locate, python
 from .anchors.yaml_keys import node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
-from .datafiles import EvalFile
 from .findings import Finding, sort_findings, stale_schema, validation_findings
 from .index import (
     INDEX_PATH,
@@ -26,8 +25,6 @@ from .index import (
 )
 from .labels import LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
-from .resolve import ENGINE_REVISION_RE, Unresolved, resolve_label
-from .searchspace import load_search_space
 from .skill import (
     REFERENCES,
     SKILL_FILE,
@@ -39,8 +36,6 @@ from .skill import (
     valid_labels,
 )
 from .source import BlobError, Source
-from .structure import check_structure
-from .versions import RELEASES_PATH, check_releases
 from .writes import JOURNAL, pending
 from .yamlcheck import plain_data
 
@@ -164,6 +159,8 @@ def check_index(root: Path, collected: SkillLabels, index: EvidenceIndex, proven
                 message=f"index is at {index.revision[:12]}, provenance pins {provenance.revision[:12]}",
             )
         )
+    from .resolve import ENGINE_REVISION_RE
+
     pinned_in_skill = ENGINE_REVISION_RE.search(read_text(root, SKILL_FILE)) if (root / SKILL_FILE).exists() else None
     if pinned_in_skill and provenance.revision not in pinned_in_skill.group(0):
         findings.append(
@@ -258,6 +255,8 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
             findings += [Finding(kind="eval-invalid", file=rel, line=n, message=m) for n, m in problems]
             continue
         try:
+            from .datafiles import EvalFile
+
             evals = EvalFile.model_validate(data)
         except ValidationError as exc:
             findings += validation_findings(rel, exc, "eval-invalid")
@@ -319,6 +318,8 @@ def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding
             continue
         where = record.uses[0] if record.uses else None
         file, line = (where.file, where.line) if where else (INDEX_PATH, 0)
+        from .resolve import Unresolved, resolve_label  # (imported here: the forked side needs it rarely)
+
         result = resolve_label(record.label, source)
         if isinstance(result, Unresolved):
             findings.append(Finding(kind=result.kind, file=file, line=line, message=result.message, label=record.label))
@@ -448,8 +449,9 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])
     index, provenance, findings = load_state(root)
     if source is None:
-        findings += offline_checks(root, index, provenance, installed)[0]
-        ran = [*OFFLINE_CHECKS]
+        offline = offline_checks(root, index, provenance, installed)
+        findings += offline.findings
+        ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
     else:
         from .models import check_models
@@ -464,16 +466,12 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
             return check_records(python_records, engine) + check_models(root, engine)
 
         with Beside(engine_checks, source) as engine_side:
-            found, collected = offline_checks(root, index, provenance, installed)
-            findings += found + check_records([r for r in records if r.kind != "python"], source)
-            findings += check_claims(collected, source) + check_tests(collected, source)
+            offline = offline_checks(root, index, provenance, installed)
+            findings += offline.findings + check_records([r for r in records if r.kind != "python"], source)
+            findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += engine_side.result()
-        ran = [*OFFLINE_CHECKS, *(name for name, _ in SOURCE_CHECKS)]
+        ran = [*offline.ran, *(name for name, _ in SOURCE_CHECKS)]
         skipped = []
-    if not (index and provenance):
-        ran = [name for name in ran if name not in ("index", "spans", "releases")]
-    elif not (root / RELEASES_PATH).exists():
-        ran.remove("releases")
     return CheckReport(
         verb="check",
         root=str(root),
@@ -486,13 +484,20 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
     )
 
 
-OFFLINE_CHECKS = ("structure", "labels", "definitions", "data", "evals", "index", "spans", "releases")
+@dataclass
+class Offline:
+    findings: list[Finding]
+    collected: SkillLabels
+    ran: list[str]
 
 
-def offline_checks(
-    root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool
-) -> tuple[list[Finding], SkillLabels]:
-    """Every check of the skill's own files (see OFFLINE_CHECKS), and the labels collected."""
+def offline_checks(root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool) -> Offline:
+    """Every check of the skill's own files, the labels collected, and the names of the checks run."""
+    from .searchspace import load_search_space
+    from .structure import check_structure
+    from .versions import RELEASES_PATH, check_releases
+
+    ran = ["structure", "labels", "definitions", "data", "evals"]
     collected = collect(root)
     findings = check_structure(root, installed)
     unfinished = pending(root)
@@ -508,15 +513,17 @@ def offline_checks(
     findings += collected.findings
     findings += check_definitions(collected)
     if index and provenance:
+        ran += ["index", "spans"]
         findings += check_index(root, collected, index, provenance)
         findings += stale_schema(root, SCHEMA_PATH, schema_json(), "index", "omni-skill resolve")
         findings += check_spans(root, index)
         if (root / RELEASES_PATH).exists():
+            ran.append("releases")
             findings += check_releases(root, index)
     unparsed = {f.file for f in collected.findings if f.kind == "yaml-invalid"}
     findings += [f for f in load_search_space(root)[1] if f.file not in unparsed]  # one finding per bad file
     findings += check_evals(root, index)
-    return findings, collected
+    return Offline(findings, collected, ran)
 
 
 LONG_SPAN = 150  # lines; a longer citation must be a claim about the whole definition
