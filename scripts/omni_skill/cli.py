@@ -327,7 +327,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_search_space(args: argparse.Namespace) -> int:
     import yaml
 
-    from .searchspace import SEARCH_SPACE_PATH, load_search_space, read_search_space, select
+    from .searchspace import SEARCH_SPACE_PATH, read_search_space, select, validate_search_space
 
     root = _root(args)
     data, problem = read_search_space(root)
@@ -337,7 +337,7 @@ def cmd_search_space(args: argparse.Namespace) -> int:
     if data is None:
         raise UsageError(f"{root / SEARCH_SPACE_PATH}: no search space in this skill")
     try:
-        _, findings = load_search_space(root)
+        _, findings = validate_search_space(data)
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "pydantic":
             raise

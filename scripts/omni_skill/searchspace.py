@@ -32,16 +32,23 @@ def read_search_space(root: Path) -> tuple[Any, tuple[int, str] | None]:
 
 
 def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
-    from pydantic import ValidationError
-
-    from .datafiles import SearchSpace
-    from .findings import Finding, validation_findings
+    from .findings import Finding
 
     data, problem = read_search_space(root)
     if problem is not None:
         return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=problem[0], message=problem[1])]
     if data is None:
         return None, []
+    return validate_search_space(data)
+
+
+def validate_search_space(data: Any) -> tuple[SearchSpace | None, list[Finding]]:
+    """The search space read from the file's data, or what is wrong with it (needs pydantic)."""
+    from pydantic import ValidationError
+
+    from .datafiles import SearchSpace
+    from .findings import Finding, validation_findings
+
     try:
         space = SearchSpace.model_validate(data)
     except ValidationError as exc:
