@@ -233,6 +233,9 @@ def cmd_commands(args: argparse.Namespace) -> None:
         with zipfile.ZipFile(newest) as archive:
             archive.extractall(site)
         rows = [
+            # The same pure-Python work every run: this shared machine's speed drifts by up to half
+            # between runs, so read the rows below against it (0.50-0.55 s on a quiet run).
+            ("calibration: sum(range(3*10**7)), no I/O", ["-c", "sum(range(3 * 10**7))"], None),
             ("interpreter start (floor)", ["-c", "pass"], None),
             ("start + read cited blobs from git (floor)", ["-c", GIT_FLOOR, index, source, revision], None),
             ("start + read cited members of a wheel (floor)", ["-c", WHEEL_FLOOR, index, newest], None),

@@ -78,6 +78,7 @@ def findings_of(work, source, count, monkeypatch):
     [
         (KeyError("x"), RuntimeError),
         (KeyboardInterrupt(), KeyboardInterrupt),
+        (ModuleNotFoundError("No module named 'pydantic'", name="pydantic"), ModuleNotFoundError),
         (FileNotFoundError(2, "No such file or directory", "/nowhere"), UsageError),
     ],
 )
@@ -91,6 +92,8 @@ def test_what_the_child_raised_is_raised_in_the_parent(engine, raised, expected,
         findings_of(work, source, 2, monkeypatch)
     if expected is RuntimeError:
         assert str(caught.value) == "KeyError: 'x'"
+    if expected is ModuleNotFoundError:
+        assert caught.value.name == "pydantic"
     if expected is UsageError:
         assert str(caught.value) == "/nowhere: No such file or directory"
 

@@ -454,7 +454,6 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
     else:
-        from .models import check_models
         from .parallel import Beside
 
         records = index.records if index else []
@@ -463,6 +462,8 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         def engine_checks(engine: Source) -> list[Finding]:
             """The Python records and the model catalogue (they read no page, and need neither
             markdown-it nor jinja2): beside the rest, on a second CPU when there is one."""
+            from .models import check_models
+
             return check_records(python_records, engine) + check_models(root, engine)
 
         with Beside(engine_checks, source) as engine_side:

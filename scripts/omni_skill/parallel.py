@@ -32,8 +32,9 @@ def cpus() -> int:
 
 class Beside:
     """`with Beside(work, source) as pending: ...; pending.result()`. The result raises what the
-    work raised: UsageError and OSError as a UsageError with the same message, an interrupt as
-    KeyboardInterrupt, anything else as RuntimeError naming the original exception. Leaving the
+    work raised: UsageError and OSError as a UsageError with the same message, a missing module
+    as ModuleNotFoundError, an interrupt as KeyboardInterrupt, anything else as RuntimeError
+    naming the original exception. Leaving the
     block without asking for the result stops the child."""
 
     def __init__(self, work: Work, source: Source):
@@ -80,6 +81,8 @@ class Beside:
             return [Finding(**item) for item in payload["findings"]]
         if kind == "usage":
             raise UsageError(payload["message"])
+        if kind == "module":  # the CLI names the package to install
+            raise ModuleNotFoundError(payload["message"], name=payload["name"])
         if kind == "interrupted":
             raise KeyboardInterrupt
         raise RuntimeError(payload["message"])
@@ -96,6 +99,8 @@ def _child(work: Work, source: Source, write_end: int) -> None:
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             payload = {"kind": "usage", "message": f"{where}{exc.strerror or exc}"}
+        except ModuleNotFoundError as exc:
+            payload = {"kind": "module", "message": str(exc), "name": exc.name or ""}
         except KeyboardInterrupt:
             payload = {"kind": "interrupted"}
         except BaseException as exc:  # reported by the parent, which has the CLI's last-resort guard
