@@ -11,9 +11,10 @@ same blobs read through one `git cat-file --batch` and each parsed once. It also
 `check --source` on the skill's own citations, in process and as a command.
 `bump`: times `bump --dry-run` of the skill's own citations to the commit N months before the
 pinned revision and back.
-`commands`: each verb as a user runs it (a new interpreter, bytecode caching on), best of N,
-beside the floors: interpreter start alone, and interpreter start plus reading the cited blobs
-(from git, or from the newest wheel) — against the targets of the issues that set them.
+`commands`: each verb as a user runs it (a new interpreter, bytecode caching on), best of N
+rounds that each run every row once, beside a calibration row and the floors: interpreter start
+alone, and interpreter start plus reading the cited blobs (from git, or from the newest wheel) —
+against the targets of the issues that set them.
 """
 
 from __future__ import annotations
@@ -187,12 +188,25 @@ def cmd_bump(args: argparse.Namespace) -> None:
     print(f"  in process {elapsed:.3f} s; as a command (best of 3) {cli_s:.3f} s")
 
 
-def command_time(argv: list[str], repeat: int) -> float:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "VLLM_OMNI_SOURCE")}
-    done = subprocess.run([sys.executable, *argv], capture_output=True, env=env)  # also warms the bytecode cache
+COMMAND_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "VLLM_OMNI_SOURCE")}
+
+
+def run_once(argv: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, *argv], capture_output=True, env=COMMAND_ENV)
+    elapsed = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(f"{argv}: exit {done.returncode}: {done.stderr.decode()[-300:]}")
-    return best(lambda: subprocess.run([sys.executable, *argv], capture_output=True, env=env), repeat)
+    return elapsed
+
+
+def command_times(argvs: list[list[str]], repeat: int) -> list[float]:
+    """Best of `repeat` per command, the rounds interleaved (each round runs every command once),
+    so that a slow spell of the machine costs one round of every row, not every run of one row."""
+    for argv in argvs:
+        run_once(argv)  # warms the bytecode cache
+    times = [[run_once(argv) for argv in argvs] for _ in range(repeat)]
+    return [min(column) for column in zip(*times, strict=True)]
 
 
 WHEEL_FLOOR = r"""
@@ -246,9 +260,9 @@ def cmd_commands(args: argparse.Namespace) -> None:
             ("drift --engine-dir (installed layout)", [tool, "drift", "--engine-dir", str(site)], 1.0),
             (f"releases --dry-run ({len(wheels)} wheels)", [tool, "releases", "--dry-run", "--wheel", args.wheels], 10),
         ]
-        print(f"as commands, best of {args.repeat} (bytecode caching on):")
-        for name, argv, target in rows:
-            seconds = command_time(argv, args.repeat)
+        print(f"as commands, best of {args.repeat} interleaved rounds (bytecode caching on):")
+        seconds_per_row = command_times([argv for _, argv, _ in rows], args.repeat)
+        for (name, _, target), seconds in zip(rows, seconds_per_row, strict=True):
             verdict = "" if target is None else f"target <= {target:.1f} s: {'met' if seconds <= target else 'MISSED'}"
             print(f"  {name:<48} {seconds:6.3f} s  {verdict}")
 
