@@ -10,6 +10,7 @@ import pytest
 
 from conftest import commit_files, make_skill
 from omni_skill.claims import NoDefault, NotRegistry, registry_entry
+from omni_skill.cli import main
 from omni_skill.errors import UsageError
 from omni_skill.models import MODELS_PATH, check_models, load_models, models_data, select
 from omni_skill.source import Source
@@ -374,3 +375,22 @@ def test_select_and_models_data(tmp_path: Path) -> None:
     assert len(models_data(root, None)["pipelines"]) == 3
     with pytest.raises(UsageError, match="did you mean"):
         models_data(root, "a_alis")
+
+
+def test_check_validates_the_catalogue_format_without_the_engine(tmp_path: Path, capsys) -> None:
+    root = catalogue_skill(tmp_path, CATALOGUE.replace("    alias_of: a\n", "    alias_of: a\n    colour: red\n"))
+    assert main(["check", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("models-invalid") == 1 and "colour" in out
+
+
+def test_with_the_engine_the_format_is_reported_once(tmp_path: Path, model_engine, capsys) -> None:
+    root = catalogue_skill(tmp_path)
+    path, sha = Path(model_engine[0].working_dir), model_engine[1].commit
+    assert main(["resolve", "--root", str(root), "--source", str(path), "--revision", sha]) == 0
+    models = root / MODELS_PATH
+    models.write_text(models.read_text().replace("    alias_of: a\n", "    alias_of: a\n    colour: red\n"))
+    capsys.readouterr()
+    assert main(["check", "--root", str(root), "--source", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("models-invalid") == 1 and "colour" in out

@@ -37,7 +37,7 @@ from .skill import (
 )
 from .source import BlobError, Source
 from .writes import JOURNAL, pending
-from .yamlcheck import plain_data
+from .yamlcheck import construct, plain_data
 
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
@@ -467,7 +467,7 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
             return check_records(python_records, engine) + check_models(root, engine)
 
         with Beside(engine_checks, source) as engine_side:
-            offline = offline_checks(root, index, provenance, installed)
+            offline = offline_checks(root, index, provenance, installed, catalogue=False)
             findings += offline.findings + check_records([r for r in records if r.kind != "python"], source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += engine_side.result()
@@ -492,9 +492,11 @@ class Offline:
     ran: list[str]
 
 
-def offline_checks(root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool) -> Offline:
-    """Every check of the skill's own files, the labels collected, and the names of the checks run."""
-    from .searchspace import load_search_space
+def offline_checks(
+    root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool, catalogue: bool = True
+) -> Offline:
+    """Every check of the skill's own files, the labels collected, and the names of the checks run.
+    `catalogue`: check models.yaml's format here (`check --source` has its catalogue check do it)."""
     from .structure import check_structure
     from .versions import RELEASES_PATH, check_releases
 
@@ -521,10 +523,45 @@ def offline_checks(root: Path, index: EvidenceIndex | None, provenance: Provenan
         if (root / RELEASES_PATH).exists():
             ran.append("releases")
             findings += check_releases(root, index)
-    unparsed = {f.file for f in collected.findings if f.kind == "yaml-invalid"}
-    findings += [f for f in load_search_space(root)[1] if f.file not in unparsed]  # one finding per bad file
+    findings += check_data_formats(root, collected.documents, catalogue)
     findings += check_evals(root, index)
     return Offline(findings, collected, ran)
+
+
+def check_data_formats(root: Path, documents: dict[str, yaml.Node], catalogue: bool) -> list[Finding]:
+    """The data files with a schema, validated from the documents `collect` composed (a file that
+    did not parse is not there: its finding is `collect`'s)."""
+    from .datafiles import TEST_MAP_PATH
+    from .models import MODELS_PATH
+    from .models import load as load_catalogue
+    from .searchspace import SEARCH_SPACE_PATH, validate_search_space
+
+    findings: list[Finding] = []
+    if SEARCH_SPACE_PATH in documents:
+        findings += validate_search_space(construct(documents[SEARCH_SPACE_PATH]))[1]
+    if TEST_MAP_PATH in documents:
+        findings += check_test_map(construct(documents[TEST_MAP_PATH]))
+    if catalogue and MODELS_PATH in documents:
+        findings += load_catalogue(root, documents[MODELS_PATH]).findings
+    return findings
+
+
+def check_test_map(data: object) -> list[Finding]:
+    from .datafiles import TEST_MAP_PATH, NativeTestMap
+
+    try:
+        test_map = NativeTestMap.model_validate(data)
+    except ValidationError as exc:
+        return validation_findings(TEST_MAP_PATH, exc, "test-map-invalid")
+    findings = []
+    names = [s.name for s in test_map.subsystems]
+    tests = [t.pytest for s in test_map.subsystems for t in s.tests]
+    for what, values in (("subsystem", names), ("test", tests)):
+        for value in sorted({v for v in values if values.count(v) > 1}):
+            findings.append(
+                Finding(kind="test-map-invalid", file=TEST_MAP_PATH, message=f"{what} {value!r} is listed twice")
+            )
+    return findings
 
 
 LONG_SPAN = 150  # lines; a longer citation must be a claim about the whole definition

@@ -44,7 +44,7 @@ from .errors import UsageError
 from .findings import Finding, validation_findings
 from .labels import LabelError, parse_label
 from .source import BlobError, Source
-from .yamlcheck import yaml_problems
+from .yamlcheck import construct, yaml_problems
 
 MODELS_PATH = "references/architecture-search/models.yaml"
 STAGE_CLASS = "src:vllm_omni/config/stage_config.py::StagePipelineConfig"
@@ -172,13 +172,14 @@ class Catalogue(_Model):
 @dataclass
 class Loaded:
     catalogue: Catalogue | None
-    text: str = ""  # the file, parsed again for line numbers only when a finding needs one
+    text: str = ""  # the file, composed for line numbers only when a finding needs one
     findings: list[Finding] = field(default_factory=list)
+    node: yaml.Node | None = None  # the composed file, when the caller had it
 
     @cached_property
     def lines(self) -> dict[Path_, int]:
         found: dict[Path_, int] = {}
-        node = yaml.compose(self.text, Loader=LOADER) if self.text else None
+        node = self.node if self.node is not None or not self.text else yaml.compose(self.text, Loader=LOADER)
         if node is not None:
             _node_lines(node, (), found)
         return found
@@ -216,7 +217,11 @@ def _duplicates(catalogue: Catalogue) -> list[Finding]:
     return findings
 
 
-def load(root: Path) -> Loaded:
+def load(root: Path, node: yaml.Node | None = None) -> Loaded:
+    """The catalogue and what is wrong with its format. `node`: the file already composed (by
+    `check`'s read of the skill), else the file is read and parsed here."""
+    if node is not None:
+        return _validated(construct(node), Loaded(None, node=node))
     path = root / MODELS_PATH
     if not path.exists():
         return Loaded(None)
@@ -240,11 +245,17 @@ def load(root: Path) -> Loaded:
             kind="yaml-invalid", file=MODELS_PATH, line=mark.line + 1 if mark else 0, message="not valid YAML"
         )
         return Loaded(None, findings=[finding])
+    return _validated(data, Loaded(None, text))
+
+
+def _validated(data: Any, loaded: Loaded) -> Loaded:
     try:
-        catalogue = Catalogue.model_validate(data)
+        loaded.catalogue = Catalogue.model_validate(data)
     except ValidationError as exc:
-        return Loaded(None, text, validation_findings(MODELS_PATH, exc, "models-invalid"))
-    return Loaded(catalogue, text, _duplicates(catalogue))
+        loaded.findings = validation_findings(MODELS_PATH, exc, "models-invalid")
+        return loaded
+    loaded.findings = _duplicates(loaded.catalogue)
+    return loaded
 
 
 def load_models(root: Path) -> tuple[Catalogue | None, list[Finding]]:

@@ -1,6 +1,7 @@
 """The engine search space (`references/architecture-search/search-space.yaml`): read with pyyaml
 alone, so the `search-space` verb runs where only pyyaml is installed; validated against its
-schema (`datafiles.SearchSpace`, pydantic) by `check` and, when pydantic is there, by the verb."""
+schema (`datafiles.SearchSpace`, pydantic) by `check` (from the document it composed) and, when
+pydantic is there, by the verb."""
 
 from __future__ import annotations
 
@@ -29,17 +30,6 @@ def read_search_space(root: Path) -> tuple[Any, tuple[int, str] | None]:
         return None, (0, f"not valid UTF-8 (byte {exc.start})")
     data, problems = plain_data(text)
     return data, problems[0] if problems else None
-
-
-def load_search_space(root: Path) -> tuple[SearchSpace | None, list[Finding]]:
-    from .findings import Finding
-
-    data, problem = read_search_space(root)
-    if problem is not None:
-        return None, [Finding(kind="yaml-invalid", file=SEARCH_SPACE_PATH, line=problem[0], message=problem[1])]
-    if data is None:
-        return None, []
-    return validate_search_space(data)
 
 
 def validate_search_space(data: Any) -> tuple[SearchSpace | None, list[Finding]]:

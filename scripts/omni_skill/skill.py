@@ -95,6 +95,9 @@ class SkillLabels:
     claims: list[Claim] = field(default_factory=list)
     tests: list[TestReference] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Each data file's composed document (absent when it could not be read; its findings say why),
+    # so the checks of its format read it from here rather than parsing it again.
+    documents: dict[str, yaml.Node] = field(default_factory=dict)
 
 
 def _construct(node: yaml.Node) -> Any:
@@ -201,6 +204,7 @@ def collect(root: Path) -> SkillLabels:
         node, problems = yaml_document(root, rel)
         out.findings += problems
         if node is not None:
+            out.documents[rel] = node
             _walk_data(rel, node, out)
     items: list[Use | Definition] = [*out.uses, *out.definitions]
     for item in items:

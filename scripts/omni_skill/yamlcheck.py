@@ -69,3 +69,8 @@ def plain_data(text: str) -> tuple[Any, list[tuple[int, str]]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return None, [(mark.line + 1 if mark else 0, "not valid YAML")]
+
+
+def construct(node: yaml.Node) -> Any:
+    """The data of a composed document (what `yaml.load` gives for its text)."""
+    return yaml.SafeLoader("").construct_document(node)
