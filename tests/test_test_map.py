@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import make_skill
+import git
+
+from conftest import commit_files, make_skill
 from omni_skill.cli import main
 from omni_skill.datafiles import TEST_MAP_PATH
 
@@ -53,3 +55,111 @@ def test_unknown_keys_and_bad_node_ids_are_findings(tmp_path, capsys):
     findings = check_findings(tmp_path, text, capsys)
     assert any("subsystems.0.colour" in f for f in findings)
     assert any("subsystems.0.tests.1.pytest" in f for f in findings)
+
+
+# --- markers, against a fixture engine (with the engine: `check --source`)
+
+TEST_MODULE = """\
+import pytest
+from tests.helpers.mark import hardware_test
+
+pytestmark = [pytest.mark.core_model, pytest.mark.diffusion]
+
+
+class TestStage:
+    pytestmark = [pytest.mark.cpu]
+
+    @pytest.mark.parametrize("n", [1, 2])
+    @pytest.mark.skipif(False, reason="never")
+    def test_build(self, n):
+        assert n
+
+
+@hardware_test(res={"cuda": "L4", "rocm": "MI325"}, num_cards={"cuda": 2})
+@pytest.mark.asyncio
+async def test_gpu():
+    pass
+
+
+SHARED = [pytest.mark.cpu]
+
+
+class TestShared:
+    pytestmark = [*SHARED]
+
+    def test_x(self):
+        pass
+"""
+
+MARKED_MAP = """\
+version: 1
+subsystems:
+  - name: stage config
+    covers: the stage configuration
+    source: src:tests/test_marked.py::TestStage
+    tests:
+      - pytest: tests/test_marked.py::TestStage::test_build[1]
+        markers: [core_model, diffusion, cpu, skipif]
+        hardware: cpu
+      - pytest: tests/test_marked.py::test_gpu
+        markers: [core_model, diffusion, asyncio, gpu, L4, cuda, distributed_cuda, MI325, rocm]
+        hardware: multi-gpu
+"""
+
+
+def markers_check(tmp_path: Path, text: str) -> list:
+    from omni_skill.markers import check_test_markers
+    from omni_skill.skill import collect
+    from omni_skill.source import Source
+
+    repo = git.Repo.init(tmp_path / "engine")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "fixture")
+        config.set_value("user", "email", "fixture@example.invalid")
+    sha = commit_files(repo, {"tests/test_marked.py": TEST_MODULE}, "tests")
+    root = make_skill(tmp_path / "skill", "# Branch\n\nRead this when: testing.\n", {TEST_MAP_PATH: text})
+    return check_test_markers(collect(root).documents.get(TEST_MAP_PATH), Source(tmp_path / "engine", sha))
+
+
+def test_markers_as_the_module_states_them_hold(tmp_path):
+    assert markers_check(tmp_path, MARKED_MAP) == []
+
+
+def test_a_marker_the_test_lacks_and_one_it_has_unlisted_are_findings(tmp_path):
+    text = MARKED_MAP.replace("[core_model, diffusion, cpu, skipif]", "[core_model, cpu, skipif, slow]")
+    findings = markers_check(tmp_path, text)
+    assert [(f.kind, f.line) for f in findings] == [("test-markers", 8), ("test-markers", 8)]
+    assert [f.message for f in findings] == [
+        "tests/test_marked.py::TestStage::test_build[1] does not carry slow at the revision",
+        "tests/test_marked.py::TestStage::test_build[1] also carries diffusion at the revision",
+    ]
+
+
+def test_hardware_test_expansion_counts_cards_per_platform(tmp_path):
+    text = MARKED_MAP.replace("distributed_cuda, MI325, rocm]", "MI325, rocm, distributed_rocm]")
+    messages = [f.message for f in markers_check(tmp_path, text)]
+    assert any("does not carry distributed_rocm" in m for m in messages)
+    assert any("also carries distributed_cuda" in m for m in messages)
+
+
+def test_markers_built_from_other_values_cannot_be_verified(tmp_path):
+    text = MARKED_MAP + (
+        "      - pytest: tests/test_marked.py::TestShared::test_x\n"
+        "        markers: [core_model, diffusion, cpu]\n"
+        "        hardware: cpu\n"
+    )
+    (finding,) = markers_check(tmp_path, text)
+    assert "markers cannot be read from the source" in finding.message and "SHARED" in finding.message
+
+
+def test_check_with_the_engine_reports_markers(tmp_path, capsys):
+    markers_check(tmp_path, MARKED_MAP)  # builds the engine and the skill
+    root, engine = tmp_path / "skill", tmp_path / "engine"
+    sha = git.Repo(engine).head.commit.hexsha
+    assert main(["resolve", "--root", str(root), "--source", str(engine), "--revision", sha]) == 0
+    test_map = root / TEST_MAP_PATH
+    test_map.write_text(test_map.read_text().replace("asyncio, gpu", "gpu"))
+    capsys.readouterr()
+    assert main(["check", "--root", str(root), "--source", str(engine)]) == 1
+    out = capsys.readouterr().out
+    assert f"{TEST_MAP_PATH}:11: test-markers: tests/test_marked.py::test_gpu also carries asyncio" in out

@@ -42,7 +42,7 @@ from .yamlcheck import construct, plain_data
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
     ("defaults", "claimed literal defaults compared with the source"),
-    ("tests", "pytest references point to test files and names that exist"),
+    ("tests", "pytest references point to test files and names that exist; test-map markers are the tests' own"),
     ("models", "models.yaml: every registry key has an entry and every entry a key; each claimed value holds"),
 )
 
@@ -454,6 +454,8 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
         ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
     else:
+        from .datafiles import TEST_MAP_PATH
+        from .markers import check_test_markers
         from .parallel import Beside
 
         records = index.records if index else []
@@ -470,6 +472,7 @@ def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport
             offline = offline_checks(root, index, provenance, installed, catalogue=False)
             findings += offline.findings + check_records([r for r in records if r.kind != "python"], source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
+            findings += check_test_markers(offline.collected.documents.get(TEST_MAP_PATH), source)
             findings += engine_side.result()
         ran = [*offline.ran, *(name for name, _ in SOURCE_CHECKS)]
         skipped = []

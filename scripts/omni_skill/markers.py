@@ -1,0 +1,157 @@
+"""The pytest markers of the native test map (`test-map.yaml`), verified against the engine's test
+modules: what a test carries as its module states it — the module's `pytestmark`, each enclosing
+class's `pytestmark` and decorators, the function's decorators — with `hardware_test(res=...,
+num_cards=...)` expanded as `tests/helpers/mark.py` does at the pinned revision (`gpu`, the
+resource, its platform, and `distributed_<platform>` for more than one card; the `skipif` it adds
+only when run on that platform is not a static marker). pytest's argument marks (`parametrize`,
+`usefixtures`, `filterwarnings`) are left out: the map lists the markers used to select tests."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+
+import yaml
+
+from .anchors import AnchorError, python
+from .datafiles import TEST_MAP_PATH, NativeTestMap
+from .findings import Finding
+from .source import BlobError, EngineFiles
+from .yamlcheck import construct
+
+ARGUMENT_MARKS = frozenset({"parametrize", "usefixtures", "filterwarnings"})
+# tests/helpers/mark.py: gpu_marks picks the platform from the resource; musa and npu have their own.
+GPU_RESOURCES = {"L4": "cuda", "H100": "cuda", "MI325": "rocm", "B60": "xpu"}
+NPU_RESOURCES = ("A2", "A3")
+
+
+class Unreadable(Exception):
+    """A marker expression whose markers cannot be read from the source alone."""
+
+
+def _mark_name(node: ast.expr) -> str | None:
+    """`X` of `pytest.mark.X` or `pytest.mark.X(...)`; None for any other expression."""
+    target = node.func if isinstance(node, ast.Call) else node
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Attribute)
+        and target.value.attr == "mark"
+        and isinstance(target.value.value, ast.Name)
+        and target.value.value.id == "pytest"
+    ):
+        return target.attr
+    return None
+
+
+def _hardware(call: ast.Call) -> list[str]:
+    keywords = {k.arg: k.value for k in call.keywords}
+    try:
+        res = ast.literal_eval(keywords["res"])
+        cards = ast.literal_eval(keywords["num_cards"]) if "num_cards" in keywords else 1
+    except (KeyError, ValueError, TypeError, SyntaxError):
+        raise Unreadable(f"`{ast.unparse(call)[:80]}` has no literal res= and num_cards=") from None
+    if not isinstance(res, dict):
+        raise Unreadable(f"`{ast.unparse(call)[:80]}`: res is not a dict")
+    marks: list[str] = []
+    for key, resource in res.items():
+        count = cards.get(key, 1) if isinstance(cards, dict) else cards
+        if key in ("cuda", "rocm", "xpu") and resource in GPU_RESOURCES:
+            platform = GPU_RESOURCES[resource]
+            marks += ["gpu", resource, platform]
+        elif key == "musa" and resource == "S5000":
+            platform = "musa"
+            marks += [resource, platform]
+        elif key == "npu":
+            platform = "npu"
+            marks += ["npu", *([resource] if resource in NPU_RESOURCES else [])]
+        else:
+            raise Unreadable(f"hardware_test resource {key}={resource!r} is not one tests/helpers/mark.py knows")
+        if count > 1:
+            marks.append(f"distributed_{platform}")
+    return marks
+
+
+def _marks(expressions: Sequence[ast.expr]) -> list[str]:
+    found: list[str] = []
+    for expression in expressions:
+        name = _mark_name(expression)
+        if name is not None:
+            found.append(name)
+        elif isinstance(expression, ast.Call) and getattr(expression.func, "id", None) == "hardware_test":
+            found += _hardware(expression)
+    return found  # other decorators (mock.patch, staticmethod, ...) carry no marker
+
+
+def _pytestmark(definitions: python.Definitions, name: str) -> list[str]:
+    """The markers of a `pytestmark = ...` assignment (module or class level), last one winning."""
+    assigned = definitions.get(name)
+    if not assigned:
+        return []
+    node = assigned[-1][1]
+    value = getattr(node, "value", None)
+    if isinstance(value, (ast.List, ast.Tuple)):
+        if any(isinstance(item, ast.Starred) for item in value.elts):
+            raise Unreadable(f"`{name} = {ast.unparse(value)[:80]}` is built from other values")
+        return _marks(value.elts)
+    if value is not None and _mark_name(value) is not None:
+        return _marks([value])
+    raise Unreadable(f"`{name} = ...` is not a list of pytest.mark markers")
+
+
+def carried_markers(text: str, names: Sequence[str]) -> set[str] | None:
+    """The markers of the test `names` (classes, then the function) of a test module, or None when
+    the module does not define it. AnchorError when the module does not parse."""
+    definitions = python.definitions(text)
+    if ".".join(names) not in definitions:
+        return None
+    found = _pytestmark(definitions, "pytestmark")
+    for depth in range(1, len(names) + 1):
+        qualified = ".".join(names[:depth])
+        node = definitions[qualified][-1][1]  # a name defined twice: pytest collects the last one
+        if depth < len(names):
+            found += _pytestmark(definitions, f"{qualified}.pytestmark")
+        found += _marks(getattr(node, "decorator_list", []))
+    return set(found) - ARGUMENT_MARKS
+
+
+def _entries(node: yaml.Node) -> Iterator[yaml.Node]:
+    """The mapping node of every test entry, in the file's order."""
+    top = {k.value: v for k, v in node.value}
+    for subsystem in top["subsystems"].value:
+        yield from {k.value: v for k, v in subsystem.value}["tests"].value
+
+
+def check_test_markers(document: yaml.Node | None, source: EngineFiles) -> list[Finding]:
+    """Each test map entry's markers are exactly those its test carries at the revision. A map
+    whose format is invalid, or a test that is missing, is reported by other checks."""
+    if document is None:
+        return []
+    try:
+        test_map = NativeTestMap.model_validate(construct(document))
+    except ValueError:
+        return []
+    tests = [test for subsystem in test_map.subsystems for test in subsystem.tests]
+    findings: list[Finding] = []
+    for node, test in zip(_entries(document), tests, strict=True):
+        line = {k.value: v for k, v in node.value}["markers"].start_mark.line + 1
+        path, *names = test.pytest.split("::")
+        if not names:
+            continue
+        try:
+            carried = carried_markers(source.text(path), [name.split("[", 1)[0] for name in names])
+        except (KeyError, BlobError, AnchorError):
+            continue  # the test reference check reports it
+        except Unreadable as exc:
+            findings.append(_finding(line, f"{test.pytest}: markers cannot be read from the source: {exc}"))
+            continue
+        if carried is None:
+            continue
+        listed = set(test.markers)
+        for what, differing in (("does not carry", listed - carried), ("also carries", carried - listed)):
+            if differing:
+                findings.append(_finding(line, f"{test.pytest} {what} {', '.join(sorted(differing))} at the revision"))
+    return findings
+
+
+def _finding(line: int, message: str) -> Finding:
+    return Finding(kind="test-markers", file=TEST_MAP_PATH, line=line, message=message)
