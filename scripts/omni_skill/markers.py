@@ -9,6 +9,7 @@ only when run on that platform is not a static marker). pytest's argument marks 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Sequence
 
 import yaml
@@ -82,34 +83,58 @@ def _marks(expressions: Sequence[ast.expr]) -> list[str]:
     return found  # other decorators (mock.patch, staticmethod, ...) carry no marker
 
 
-def _pytestmark(definitions: python.Definitions, name: str) -> list[str]:
-    """The markers of a `pytestmark = ...` assignment (module or class level), last one winning."""
-    assigned = definitions.get(name)
-    if not assigned:
-        return []
-    node = assigned[-1][1]
-    value = getattr(node, "value", None)
-    if isinstance(value, (ast.List, ast.Tuple)):
-        if any(isinstance(item, ast.Starred) for item in value.elts):
-            raise Unreadable(f"`{name} = {ast.unparse(value)[:80]}` is built from other values")
-        return _marks(value.elts)
-    if value is not None and _mark_name(value) is not None:
-        return _marks([value])
-    raise Unreadable(f"`{name} = ...` is not a list of pytest.mark markers")
+class _Module:
+    """The definitions of one test module, each found by scanning (`python.quick_find`) and the
+    module parsed whole only when scanning cannot prove one."""
+
+    def __init__(self, text: str, lines: list[str]):
+        self.text, self.lines = text, lines
+
+    def node(self, name: str) -> ast.AST | None:
+        """The last definition of a qualified name (pytest collects the last one), None if absent."""
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf not in self.text:
+            return None
+        quick = python.quick_find(self.lines, name)
+        if quick is not None:
+            return quick[1]
+        found = python.definitions(self.text).get(name)
+        return found[-1][1] if found else None
+
+    def pytestmark(self, cls: ast.AST | None = None) -> list[str]:
+        """The markers of the module's `pytestmark = ...`, or of a class's (read from its node)."""
+        if cls is None:
+            if not re.search(r"^pytestmark\b", self.text, re.MULTILINE):
+                return []  # a module-level assignment starts its line (class-level ones are indented)
+            node = self.node("pytestmark")
+            name = "pytestmark"
+        else:
+            assigned = python.members(cls).get("pytestmark") if isinstance(cls, ast.ClassDef) else None
+            node = assigned[-1][1] if assigned else None
+            name = f"{getattr(cls, 'name', '?')}.pytestmark"
+        if node is None:
+            return []
+        value = getattr(node, "value", None)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            if any(isinstance(item, ast.Starred) for item in value.elts):
+                raise Unreadable(f"`{name} = {ast.unparse(value)[:80]}` is built from other values")
+            return _marks(value.elts)
+        if value is not None and _mark_name(value) is not None:
+            return _marks([value])
+        raise Unreadable(f"`{name} = ...` is not a list of pytest.mark markers")
 
 
-def carried_markers(text: str, names: Sequence[str]) -> set[str] | None:
+def carried_markers(text: str, lines: list[str], names: Sequence[str]) -> set[str] | None:
     """The markers of the test `names` (classes, then the function) of a test module, or None when
     the module does not define it. AnchorError when the module does not parse."""
-    definitions = python.definitions(text)
-    if ".".join(names) not in definitions:
-        return None
-    found = _pytestmark(definitions, "pytestmark")
+    module = _Module(text, lines)
+    found = module.pytestmark()
     for depth in range(1, len(names) + 1):
-        qualified = ".".join(names[:depth])
-        node = definitions[qualified][-1][1]  # a name defined twice: pytest collects the last one
+        node = module.node(".".join(names[:depth]))
+        if node is None:
+            return None
         if depth < len(names):
-            found += _pytestmark(definitions, f"{qualified}.pytestmark")
+            found += module.pytestmark(node)
         found += _marks(getattr(node, "decorator_list", []))
     return set(found) - ARGUMENT_MARKS
 
@@ -138,7 +163,8 @@ def check_test_markers(document: yaml.Node | None, source: EngineFiles) -> list[
         if not names:
             continue
         try:
-            carried = carried_markers(source.text(path), [name.split("[", 1)[0] for name in names])
+            names = [name.split("[", 1)[0] for name in names]
+            carried = carried_markers(source.text(path), source.lines(path), names)
         except (KeyError, BlobError, AnchorError):
             continue  # the test reference check reports it
         except Unreadable as exc:

@@ -52,6 +52,13 @@ def _walk(body: list[ast.stmt], prefix: str, found: Definitions) -> None:
                 _walk(block, prefix, found)
 
 
+def members(node: ast.ClassDef) -> Definitions:
+    """The names a class body defines, as `definitions` reads them (if/try/with blocks included)."""
+    found: Definitions = {}
+    _walk(node.body, "", found)
+    return found
+
+
 @lru_cache(maxsize=256)
 def definitions(text: str) -> Definitions:
     """Every qualified name defined in the module, in source order."""
