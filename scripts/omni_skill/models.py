@@ -44,7 +44,7 @@ from .errors import UsageError
 from .findings import Finding, validation_findings
 from .labels import LabelError, parse_label
 from .source import BlobError, Source
-from .yamlcheck import construct, yaml_problems
+from .yamlcheck import construct, plain_document
 
 MODELS_PATH = "references/architecture-search/models.yaml"
 STAGE_CLASS = "src:vllm_omni/config/stage_config.py::StagePipelineConfig"
@@ -232,20 +232,20 @@ def load(root: Path, node: yaml.Node | None = None) -> Loaded:
             None,
             findings=[Finding(kind="yaml-invalid", file=MODELS_PATH, message=f"not valid UTF-8 (byte {exc.start})")],
         )
-    problems = yaml_problems(text)
-    if problems:
-        return Loaded(
-            None, findings=[Finding(kind="yaml-invalid", file=MODELS_PATH, line=n, message=m) for n, m in problems]
-        )
     try:
-        data = yaml.load(text, Loader=LOADER)
+        node, problems = plain_document(text)
+        if problems:
+            return Loaded(
+                None, findings=[Finding(kind="yaml-invalid", file=MODELS_PATH, line=n, message=m) for n, m in problems]
+            )
+        data = construct(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         finding = Finding(
             kind="yaml-invalid", file=MODELS_PATH, line=mark.line + 1 if mark else 0, message="not valid YAML"
         )
         return Loaded(None, findings=[finding])
-    return _validated(data, Loaded(None, text))
+    return _validated(data, Loaded(None, text, node=node))
 
 
 def _validated(data: Any, loaded: Loaded) -> Loaded:

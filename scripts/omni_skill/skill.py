@@ -9,11 +9,10 @@ from typing import Any
 
 import yaml
 
-from .anchors.yaml_keys import LOADER
 from .errors import UsageError
 from .findings import Finding
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
-from .yamlcheck import yaml_problems
+from .yamlcheck import plain_document
 
 SKILL_FILE = "SKILL.md"
 REFERENCES = "references"
@@ -111,11 +110,11 @@ def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, list[Finding]
         text = read_text(root, rel)
     except UsageError as exc:
         return None, [Finding(kind="yaml-invalid", file=rel, message=str(exc).split(": ", 1)[-1])]
-    problems = yaml_problems(text)
-    if problems:
-        return None, [Finding(kind="yaml-invalid", file=rel, line=line, message=message) for line, message in problems]
     try:
-        return yaml.compose(text, Loader=LOADER), []
+        node, problems = plain_document(text)
+        if problems:
+            return None, [Finding(kind="yaml-invalid", file=rel, line=n, message=message) for n, message in problems]
+        return node, []
     except yaml.YAMLError:
         pass
     try:  # the pure-Python parser words its errors the same on every machine

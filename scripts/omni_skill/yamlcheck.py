@@ -58,17 +58,61 @@ def yaml_problems(text: str, first_line: int = 1) -> list[tuple[int, str]]:
     return problems
 
 
+def plain_document(text: str, first_line: int = 1) -> tuple[yaml.Node | None, list[tuple[int, str]]]:
+    """The composed document when the YAML is plain (see `yaml_problems`), else (None, problems).
+    A text without `&` or `*` holds no anchor or alias, so the composed tree alone shows nesting
+    and repeated keys and the event pass is skipped. yaml.YAMLError when it does not parse."""
+    if "&" in text or "*" in text:
+        problems = yaml_problems(text, first_line)
+        return (None, problems) if problems else (yaml.compose(text, Loader=LOADER), [])
+    try:
+        node = yaml.compose(text, Loader=LOADER)
+    except yaml.YAMLError as exc:
+        if "nesting depth" not in str(exc):  # libyaml's own limit
+            raise
+        mark = getattr(exc, "problem_mark", None)
+        return None, [((mark.line if mark else 0) + first_line, f"nested deeper than {MAX_DEPTH} levels")]
+    problems = _tree_problems(node, first_line)
+    return (None, problems) if problems else (node, [])
+
+
+def _tree_problems(node: yaml.Node | None, first_line: int) -> list[tuple[int, str]]:
+    """Nesting over MAX_DEPTH (the first, in document order) and keys repeated in one mapping."""
+    problems: list[tuple[int, str]] = []
+    pending: list[tuple[yaml.Node, int]] = [(node, 1)] if node is not None else []
+    while pending:  # depth first, in document order
+        current, depth = pending.pop()
+        if not isinstance(current, (yaml.MappingNode, yaml.SequenceNode)):
+            continue
+        if depth > MAX_DEPTH:
+            problems.append((current.start_mark.line + first_line, f"nested deeper than {MAX_DEPTH} levels"))
+            break
+        children: list[yaml.Node] = []
+        if isinstance(current, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        problems.append(
+                            (key.start_mark.line + first_line, f"key {key.value!r} appears twice in one mapping")
+                        )
+                    seen.add(key.value)
+                children += [key, value]
+        else:
+            children = list(current.value)
+        pending += [(child, depth + 1) for child in reversed(children)]
+    return sorted(problems)
+
+
 def plain_data(text: str) -> tuple[Any, list[tuple[int, str]]]:
     """The YAML's data when it is plain (see `yaml_problems`) and parses; else (None, problems)
     with their lines (0 when unknown)."""
-    problems = yaml_problems(text)
-    if problems:
-        return None, problems
     try:
-        return yaml.load(text, Loader=LOADER), []
+        node, problems = plain_document(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return None, [(mark.line + 1 if mark else 0, "not valid YAML")]
+    return (None, problems) if problems else (construct(node) if node is not None else None, [])
 
 
 def construct(node: yaml.Node) -> Any:
