@@ -779,3 +779,23 @@ def test_a_page_edited_while_resolve_runs_is_not_overwritten(pinned_skill, monke
     assert err.count("\n") == 1 and "references/branch/README.md changed while resolve ran; nothing was written" in err
     assert page.read_text().endswith("An edit made meanwhile.\n")
     assert not (skill / ".omni-skill-write.json").exists() and not list(skill.rglob(".*.tmp"))
+
+
+def test_the_tree_walk_finds_what_the_event_pass_finds():
+    """Without `&` or `*` the composed tree is checked instead of the parser's events: same problems."""
+    from omni_skill.yamlcheck import plain_document, yaml_problems
+
+    deep = "".join("  " * i + f"k{i}:\n" for i in range(40)) + "  " * 40 + "x: 1\n"
+    texts = [
+        "a: 1\nb:\n  c: 2\n  c: 3\nd: [1, 2]\na: 4\n",  # a key twice, at two depths
+        "- {x: 1, x: 2}\n- [1, [2, [3]]]\n",
+        deep,
+        "s: 'no & or * here'\nt: {u: 1}\n",
+    ]
+    for text in texts:
+        node, problems = plain_document(text)
+        assert problems == yaml_problems(text), text
+        assert (node is None) == bool(problems)
+    assert plain_document(texts[3])[0] is not None
+    with_star = "a: &x 1\nb: *x\n"  # anchors possible: the event pass runs
+    assert plain_document(with_star) == (None, yaml_problems(with_star))
