@@ -89,11 +89,12 @@ class _Module:
 
     def __init__(self, text: str, lines: list[str]):
         self.text, self.lines = text, lines
+        self._own: dict[str, list[str] | None] = {}
+        self._module: list[str] | None = None
 
     def node(self, name: str) -> ast.AST | None:
         """The last definition of a qualified name (pytest collects the last one), None if absent."""
-        leaf = name.rsplit(".", 1)[-1]
-        if leaf not in self.text:
+        if name.rsplit(".", 1)[-1] not in self.text:
             return None
         quick = python.quick_find(self.lines, name)
         if quick is not None:
@@ -101,17 +102,41 @@ class _Module:
         found = python.definitions(self.text).get(name)
         return found[-1][1] if found else None
 
-    def pytestmark(self, cls: ast.AST | None = None) -> list[str]:
-        """The markers of the module's `pytestmark = ...`, or of a class's (read from its node)."""
-        if cls is None:
-            if not re.search(r"^pytestmark\b", self.text, re.MULTILINE):
-                return []  # a module-level assignment starts its line (class-level ones are indented)
-            node = self.node("pytestmark")
-            name = "pytestmark"
+    def own_markers(self, name: str, is_class: bool) -> list[str] | None:
+        """The markers a class or function states itself (decorators; for a class also its
+        `pytestmark`), read from its head rather than its whole body; None when the module does
+        not define it."""
+        if name in self._own:
+            return self._own[name]
+        leaf = name.rsplit(".", 1)[-1]
+        span = python.quick_span(self.lines, name) if leaf in self.text else None
+        head = python.head_node(self.lines, span, leaf) if span else None
+        found: list[str] | None
+        if span is None or head is None:
+            node = self.node(name)  # scanning could not prove it: read the whole definition
+            if node is None:
+                found = None
+            else:
+                assigned = python.members(node).get("pytestmark") if isinstance(node, ast.ClassDef) else None
+                found = _marks(getattr(node, "decorator_list", []))
+                found += self._pytestmark(f"{name}.pytestmark", assigned[-1][1] if assigned else None)
         else:
-            assigned = python.members(cls).get("pytestmark") if isinstance(cls, ast.ClassDef) else None
-            node = assigned[-1][1] if assigned else None
-            name = f"{getattr(cls, 'name', '?')}.pytestmark"
+            found = _marks(getattr(head, "decorator_list", []))
+            block = self.lines[span.start - 1 : span.end]
+            if is_class and any(line.lstrip().startswith("pytestmark") for line in block):
+                found += self._pytestmark(f"{name}.pytestmark", self.node(f"{name}.pytestmark"))
+        self._own[name] = found
+        return found
+
+    def module_markers(self) -> list[str]:
+        if self._module is None:
+            found = re.search(r"^pytestmark\b", self.text, re.MULTILINE)  # (class-level ones are indented)
+            self._module = self._pytestmark("pytestmark", self.node("pytestmark")) if found else []
+        return self._module
+
+    @staticmethod
+    def _pytestmark(name: str, node: ast.AST | None) -> list[str]:
+        """The markers of a `pytestmark = ...` assignment."""
         if node is None:
             return []
         value = getattr(node, "value", None)
@@ -124,18 +149,15 @@ class _Module:
         raise Unreadable(f"`{name} = ...` is not a list of pytest.mark markers")
 
 
-def carried_markers(text: str, lines: list[str], names: Sequence[str]) -> set[str] | None:
+def carried_markers(module: _Module, names: Sequence[str]) -> set[str] | None:
     """The markers of the test `names` (classes, then the function) of a test module, or None when
     the module does not define it. AnchorError when the module does not parse."""
-    module = _Module(text, lines)
-    found = module.pytestmark()
+    found = list(module.module_markers())
     for depth in range(1, len(names) + 1):
-        node = module.node(".".join(names[:depth]))
-        if node is None:
+        own = module.own_markers(".".join(names[:depth]), is_class=depth < len(names))
+        if own is None:
             return None
-        if depth < len(names):
-            found += module.pytestmark(node)
-        found += _marks(getattr(node, "decorator_list", []))
+        found += own
     return set(found) - ARGUMENT_MARKS
 
 
@@ -156,6 +178,7 @@ def check_test_markers(document: yaml.Node | None, source: EngineFiles) -> list[
     except ValueError:
         return []
     tests = [test for subsystem in test_map.subsystems for test in subsystem.tests]
+    modules: dict[str, _Module] = {}
     findings: list[Finding] = []
     for node, test in zip(_entries(document), tests, strict=True):
         line = {k.value: v for k, v in node.value}["markers"].start_mark.line + 1
@@ -163,8 +186,9 @@ def check_test_markers(document: yaml.Node | None, source: EngineFiles) -> list[
         if not names:
             continue
         try:
-            names = [name.split("[", 1)[0] for name in names]
-            carried = carried_markers(source.text(path), source.lines(path), names)
+            if path not in modules:
+                modules[path] = _Module(source.text(path), source.lines(path))
+            carried = carried_markers(modules[path], [name.split("[", 1)[0] for name in names])
         except (KeyError, BlobError, AnchorError):
             continue  # the test reference check reports it
         except Unreadable as exc:

@@ -170,15 +170,14 @@ def _assigns(line: str, leaf: str) -> bool:
     return rest.startswith(":") or (rest.startswith("=") and not rest.startswith("=="))
 
 
-def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -> bool:
-    """For a long `def`/`class` block: its head (decorators and signature) parses as the definition
-    of `leaf`, every body line is indented past the margin, and the block ends exactly where the
-    next statement at its margin or above starts. Anything unusual answers False (parse instead)."""
+def _header_end(lines: list[str], span: Span, leaf: str, margin: int) -> int | None:
+    """0-based last line of the head (decorators and signature) of the `def`/`class` block at
+    `span` that defines `leaf`, proven by parsing the head with a `pass` body; None if not."""
     head = span.start - 1
     if lines[head].strip().startswith("@"):  # decorators, possibly over several lines
         head = next((i for i in range(head, min(head + 30, span.end)) if _defines_block(lines[i], leaf)), span.end)
     if head >= span.end or not _defines_block(lines[head], leaf) or _indent(lines[head]) != margin:
-        return False
+        return None
     # The signature ends at the first line after which the brackets are balanced and a colon closes
     # it; try that line first, then each line in turn.
     depth, guess = 0, None
@@ -190,10 +189,32 @@ def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -
             break
     order = ([guess] if guess is not None else []) + list(range(head, min(head + 40, span.end - 1)))
     for stop in order:
-        stub = lines[span.start - 1 : stop + 1] + [" " * (margin + 4) + "pass"]
-        if _parses_as(stub, margin, leaf):
-            break
-    else:
+        if _parses_as(_head_stub(lines, span, stop, margin), margin, leaf):
+            return stop
+    return None
+
+
+def _head_stub(lines: list[str], span: Span, stop: int, margin: int) -> list[str]:
+    return lines[span.start - 1 : stop + 1] + [" " * (margin + 4) + "pass"]
+
+
+def head_node(lines: list[str], span: Span, leaf: str) -> ast.stmt | None:
+    """The `def`/`class` at `span` with its decorators and signature but none of its body, parsed
+    from those lines alone (file line numbers); None when they cannot be proven to define `leaf`."""
+    margin = _indent(lines[span.start - 1])
+    stop = _header_end(lines, span, leaf, margin)
+    if stop is None:
+        return None
+    module = _parse(_block_text(_head_stub(lines, span, stop, margin), margin, span.start))
+    return module.body[0] if module is not None and len(module.body) == 1 else None
+
+
+def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -> bool:
+    """For a long `def`/`class` block: its head (decorators and signature) parses as the definition
+    of `leaf`, every body line is indented past the margin, and the block ends exactly where the
+    next statement at its margin or above starts. Anything unusual answers False (parse instead)."""
+    stop = _header_end(lines, span, leaf, margin)
+    if stop is None:
         return False
     if not lines[span.end - 1].strip():
         return False
