@@ -81,6 +81,20 @@ async def test_gpu():
     pass
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures(
+    "tmp_path",
+)
+class TestSlow(
+    object,
+):
+    if True:
+        pytestmark = pytest.mark.cpu
+
+    def test_y(self):
+        pass
+
+
 SHARED = [pytest.mark.cpu]
 
 
@@ -123,6 +137,17 @@ def markers_check(tmp_path: Path, text: str) -> list:
 
 def test_markers_as_the_module_states_them_hold(tmp_path):
     assert markers_check(tmp_path, MARKED_MAP) == []
+
+
+def test_a_decorated_class_with_a_multi_line_head_and_a_nested_pytestmark(tmp_path):
+    text = MARKED_MAP + (
+        "      - pytest: tests/test_marked.py::TestSlow::test_y\n"
+        "        markers: [core_model, diffusion, slow, cpu]\n"
+        "        hardware: cpu\n"
+    )
+    assert markers_check(tmp_path, text) == []
+    wrong = markers_check(tmp_path / "again", text.replace("diffusion, slow, cpu]", "diffusion, cpu]"))
+    assert [f.message for f in wrong] == ["tests/test_marked.py::TestSlow::test_y also carries slow at the revision"]
 
 
 def test_a_marker_the_test_lacks_and_one_it_has_unlisted_are_findings(tmp_path):
