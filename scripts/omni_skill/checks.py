@@ -31,6 +31,7 @@ from .skill import (
     SkillLabels,
     collect,
     eval_files,
+    read_once,
     read_text,
     unreadable_files,
     valid_labels,
@@ -444,6 +445,11 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
 
 
 def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+    with read_once():
+        return _run_check(root, source, installed)
+
+
+def _run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
     unreadable = unreadable_files(root)
     if unreadable:  # every other check reads these files: report them alone
         return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])

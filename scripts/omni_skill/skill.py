@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +54,9 @@ def unreadable_files(root: Path) -> list[Finding]:
             continue
         data = path.read_bytes()
         try:
-            data.decode("utf-8")
+            text = data.decode("utf-8")
+            if _read is not None:
+                _read[path] = text
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
             findings.append(
@@ -61,11 +65,32 @@ def unreadable_files(root: Path) -> list[Finding]:
     return findings
 
 
-def read_text(root: Path, rel: str) -> str:
+_read: dict[Path, str] | None = None  # the texts read so far, while `read_once` is active
+
+
+@contextmanager
+def read_once() -> Iterator[None]:
+    """Within the block each skill file is read from disk once: `check` reads pages in several of
+    its checks, and they all see the same text (a file edited meanwhile is not half-seen)."""
+    global _read
+    outer, _read = _read, {} if _read is None else _read
     try:
-        return (root / rel).read_text(encoding="utf-8")
+        yield
+    finally:
+        _read = outer
+
+
+def read_text(root: Path, rel: str) -> str:
+    path = root / rel
+    if _read is not None and path in _read:
+        return _read[path]
+    try:
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
+    if _read is not None:
+        _read[path] = text
+    return text
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
@@ -191,7 +192,8 @@ def _target(rel: str, href: str) -> str | None:
     return "/".join(parts)
 
 
-def heading_slugs(text: str) -> set[str]:
+@lru_cache(maxsize=64)
+def heading_slugs(text: str) -> frozenset[str]:
     """GitHub anchors of a skill page's headings (repeats get -1, -2 …), from the cached parse."""
     found: set[str] = set()
     seen: dict[str, int] = {}
@@ -200,7 +202,7 @@ def heading_slugs(text: str) -> set[str]:
         count = seen.get(base, 0)
         seen[base] = count + 1
         found.add(base if count == 0 else f"{base}-{count}")
-    return found
+    return frozenset(found)
 
 
 def check_routing(root: Path) -> list[Finding]:
