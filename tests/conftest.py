@@ -228,3 +228,16 @@ def set_config(path: Path, settings: dict[tuple[str, str], str]) -> None:
     with git.Repo(path).config_writer() as config:
         for (section, key), value in settings.items():
             config.set_value(section, key, value)
+
+
+def check_after_edit(root: Path, engine: Path, sha: str, rel: str, old: str, new: str, capsys) -> tuple[int, str]:
+    """Resolve the skill at `sha`, replace `old` by `new` in one of its files, then `check --source`:
+    the exit code and the report."""
+    from omni_skill.cli import main
+
+    assert main(["resolve", "--root", str(root), "--source", str(engine), "--revision", sha]) == 0
+    path = root / rel
+    path.write_text(path.read_text().replace(old, new))
+    capsys.readouterr()
+    code = main(["check", "--root", str(root), "--source", str(engine)])
+    return code, capsys.readouterr().out

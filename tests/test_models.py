@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import commit_files, make_skill
+from conftest import check_after_edit, commit_files, make_skill
 from omni_skill.claims import NoDefault, NotRegistry, registry_entry
 from omni_skill.cli import main
 from omni_skill.errors import UsageError
@@ -385,12 +385,7 @@ def test_check_validates_the_catalogue_format_without_the_engine(tmp_path: Path,
 
 
 def test_with_the_engine_the_format_is_reported_once(tmp_path: Path, model_engine, capsys) -> None:
-    root = catalogue_skill(tmp_path)
-    path, sha = Path(model_engine[0].working_dir), model_engine[1].commit
-    assert main(["resolve", "--root", str(root), "--source", str(path), "--revision", sha]) == 0
-    models = root / MODELS_PATH
-    models.write_text(models.read_text().replace("    alias_of: a\n", "    alias_of: a\n    colour: red\n"))
-    capsys.readouterr()
-    assert main(["check", "--root", str(root), "--source", str(path)]) == 1
-    out = capsys.readouterr().out
-    assert out.count("models-invalid") == 1 and "colour" in out
+    root, path = catalogue_skill(tmp_path), Path(model_engine[0].working_dir)
+    edit = ("    alias_of: a\n", "    alias_of: a\n    colour: red\n")
+    code, out = check_after_edit(root, path, model_engine[1].commit, MODELS_PATH, *edit, capsys)
+    assert code == 1 and out.count("models-invalid") == 1 and "colour" in out

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import git
 
-from conftest import commit_files, make_skill
+from conftest import check_after_edit, commit_files, make_skill
 from omni_skill.cli import main
 from omni_skill.datafiles import TEST_MAP_PATH
 
@@ -179,12 +179,8 @@ def test_markers_built_from_other_values_cannot_be_verified(tmp_path):
 
 def test_check_with_the_engine_reports_markers(tmp_path, capsys):
     markers_check(tmp_path, MARKED_MAP)  # builds the engine and the skill
-    root, engine = tmp_path / "skill", tmp_path / "engine"
+    engine = tmp_path / "engine"
     sha = git.Repo(engine).head.commit.hexsha
-    assert main(["resolve", "--root", str(root), "--source", str(engine), "--revision", sha]) == 0
-    test_map = root / TEST_MAP_PATH
-    test_map.write_text(test_map.read_text().replace("asyncio, gpu", "gpu"))
-    capsys.readouterr()
-    assert main(["check", "--root", str(root), "--source", str(engine)]) == 1
-    out = capsys.readouterr().out
+    code, out = check_after_edit(tmp_path / "skill", engine, sha, TEST_MAP_PATH, "asyncio, gpu", "gpu", capsys)
+    assert code == 1
     assert f"{TEST_MAP_PATH}:11: test-markers: tests/test_marked.py::test_gpu also carries asyncio" in out
