@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import yaml
 
 from conftest import make_skill
 from omni_skill.cli import main
+from omni_skill.searchspace import SEARCH_SPACE_PATH
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -277,23 +279,23 @@ def test_malformed_frontmatter(skill, engine, capsys):
 
 def test_claimed_defaults_with_source(tmp_path, engine, capsys):
     entries = [
-        ("max_num_seqs", "src:pkg/config.py::StageConfig.max_num_seqs", None, 64),
-        ("ratio", "src:pkg/config.py::StageConfig.ratio", None, 0.9),
-        ("replicas", "src:pkg/config.py::StageConfig.build", "replicas", 1),
-        ("mode", "src:pkg/config.py::StageConfig.build", "mode", "ar"),
-        ("timeout_flag", "src:pkg/config.py::add_cli_args", "--stage-init-timeout", 300),
-        ("chunk", "src:pkg/config.py::env_knobs", "OMNI_CHUNK", "16"),
-        ("flag", "src:pkg/config.py::env_knobs", "OMNI_FLAG", None),
-        ("stages_max", "src:pkg/config.py::MAX_STAGES", None, 8),
-        ("deploy_seqs", "src:pkg/deploy.yaml::stages[0].engine_args.max_num_seqs", None, 32),
-        ("wrong", "src:pkg/config.py::StageConfig.devices", None, "1"),
-        ("factory", "src:pkg/config.py::StageConfig.tags", None, []),
-        ("no_default", "src:pkg/config.py::add_cli_args", "--no-default", 1),
+        ("max_num_seqs", "src:pkg/config.py::StageConfig.max_num_seqs", None, 64, "int"),
+        ("ratio", "src:pkg/config.py::StageConfig.ratio", None, 0.9, "float"),
+        ("replicas", "src:pkg/config.py::StageConfig.build", "replicas", 1, "int"),
+        ("mode", "src:pkg/config.py::StageConfig.build", "mode", "ar", "str"),
+        ("timeout_flag", "src:pkg/config.py::add_cli_args", "--stage-init-timeout", 300, "int"),
+        ("chunk", "src:pkg/config.py::env_knobs", "OMNI_CHUNK", "16", "int"),
+        ("flag", "src:pkg/config.py::env_knobs", "OMNI_FLAG", None, "bool"),
+        ("stages_max", "src:pkg/config.py::MAX_STAGES", None, 8, "int"),
+        ("deploy_seqs", "src:pkg/deploy.yaml::stages[0].engine_args.max_num_seqs", None, 32, "int"),
+        ("wrong", "src:pkg/config.py::StageConfig.devices", None, "1", "str"),
+        ("factory", "src:pkg/config.py::StageConfig.tags", None, [], "list"),
+        ("no_default", "src:pkg/config.py::add_cli_args", "--no-default", 1, "str"),
     ]
     settings = []
-    for name, source, param, default in entries:
+    for name, source, param, default, kind in entries:
         setting = {"name": name, "scope": "per-stage", "source": source, "read_by": [source], "default": default}
-        setting.update({"type": "int", "stage_types": ["all"], "label": "existing setting", "measure": "latency"})
+        setting.update({"type": kind, "stage_types": ["all"], "label": "existing setting", "measure": "latency"})
         if param:
             setting["param"] = param
         settings.append(setting)
@@ -309,6 +311,55 @@ def test_claimed_defaults_with_source(tmp_path, engine, capsys):
     assert "default-not-literal: src:pkg/config.py::StageConfig.tags" in out and "default_factory" in out
     assert "line 19: default_factory" in out  # the file's line, not the line within the cited block
     assert "default-absent: src:pkg/config.py::add_cli_args" in out
+
+
+def test_claimed_types_with_source(tmp_path, engine, capsys):
+    entries = [  # (name, source, param, claimed type); the source states int, str, float, str, none
+        ("max_num_seqs", "src:pkg/config.py::StageConfig.max_num_seqs", None, "float"),
+        ("devices", "src:pkg/config.py::StageConfig.devices", None, "enum"),  # a str may hold an enum
+        ("ratio", "src:pkg/config.py::StageConfig.ratio", None, "float"),
+        ("no_default", "src:pkg/config.py::add_cli_args", "--no-default", "path"),  # a str may hold a path
+        ("chunk", "src:pkg/config.py::env_knobs", "OMNI_CHUNK", "bool"),  # the environment states no type
+        ("replicas", "src:pkg/config.py::StageConfig.build", "replicas", "str"),
+        ("timeout_flag", "src:pkg/config.py::add_cli_args", "--stage-init-timeout", "int"),
+    ]
+    settings = [
+        {"name": name, "scope": "per-stage", "source": source, "read_by": [source], "type": kind}
+        | ({"param": param} if param else {})
+        | {"stage_types": ["all"], "label": "existing setting", "measure": "latency"}
+        for name, source, param, kind in entries
+    ]
+    space = yaml.safe_dump({"version": 1, "settings": settings})
+    skill = make_skill(tmp_path / "skill", "# Branch\n\nRead this when: testing.\n", {SEARCH_SPACE_PATH: space})
+    assert resolve(skill, engine) == 0
+    capsys.readouterr()
+    assert check(skill, engine) == 1
+    found = [line for line in capsys.readouterr().out.splitlines() if "type-mismatch" in line]
+    assert [line.split(": ", 2)[2] for line in found] == [
+        "max_num_seqs: claims type 'float', src:pkg/config.py::StageConfig.max_num_seqs states 'int'",
+        "replicas: claims type 'str', src:pkg/config.py::StageConfig.build states 'int'",
+    ]
+
+
+def test_source_type_reads_annotations_and_add_argument():
+    from omni_skill.claims import source_type
+
+    module = ast.parse(
+        "def f(p):\n"
+        "    p.add_argument('--a', action='store_true')\n"
+        "    p.add_argument('--b', choices=['x', 'y'])\n"
+        "    p.add_argument('--c', action=argparse.BooleanOptionalAction)\n"
+        "    p.add_argument('--d', type=float)\n"
+        "    p.add_argument('--e', action='append')\n"
+        "    p.add_argument('--f', type=parse_size)\n"
+    )
+    func = module.body[0]
+    assert [source_type(func, f"--{x}") for x in "abcdef"] == ["bool", "enum", "bool", "float", None, None]
+    fields = ast.parse(
+        "x: int | None = 1\ny: Optional[dict[str, int]] = None\nz: Literal['a', 'b'] = 'a'\n"
+        "w: pathlib.Path = p\nv: int | str = 1\nu: MyType = 1\n"
+    ).body
+    assert [source_type(node, None) for node in fields] == ["int", "dict", "enum", "path", None, None]
 
 
 def test_pytest_references_must_exist(skill, engine, capsys):

@@ -42,7 +42,7 @@ from .yamlcheck import construct, plain_data
 
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
-    ("defaults", "claimed literal defaults compared with the source"),
+    ("defaults", "claimed literal defaults and search-space types compared with the source"),
     ("tests", "pytest references point to test files and names that exist; test-map markers are the tests' own"),
     ("models", "models.yaml: every registry key has an entry and every entry a key; each claimed value holds"),
 )
@@ -404,6 +404,46 @@ def check_claims(collected: SkillLabels, source: Source) -> list[Finding]:
     return findings
 
 
+def check_setting_types(document: yaml.Node | None, source: Source) -> list[Finding]:
+    """Each search-space setting's `type` agrees with the type its source states (an annotation
+    or an add_argument), where the source states one (`claims.source_type`)."""
+    from .claims import TYPE_AGREES, source_type
+    from .searchspace import SEARCH_SPACE_PATH
+
+    top = dict_of(document)
+    settings = top.get("settings")
+    findings: list[Finding] = []
+    for item in settings.value if isinstance(settings, yaml.SequenceNode) else []:
+        fields = dict_of(item)
+        values = {k: v.value for k, v in fields.items() if isinstance(v, yaml.ScalarNode)}
+        claimed, label = values.get("type"), values.get("source")
+        if claimed not in TYPE_AGREES or not label:
+            continue  # the format check reports it
+        try:
+            node = _claimed_node(label, source)
+        except (LabelError, KeyError, BlobError, AnchorError, NoDefault):
+            continue  # the citation itself is reported by the record checks
+        actual = source_type(node, values.get("param")) if isinstance(node, ast.AST) else None
+        if actual is not None and actual not in TYPE_AGREES[claimed]:
+            findings.append(
+                Finding(
+                    kind="type-mismatch",
+                    file=SEARCH_SPACE_PATH,
+                    line=fields["type"].start_mark.line + 1,
+                    message=f"{values.get('name')}: claims type {claimed!r}, {label} states {actual!r}",
+                    label=label,
+                )
+            )
+    return findings
+
+
+def dict_of(node: yaml.Node | None) -> dict[str, yaml.Node]:
+    """A mapping node's values by scalar key ({} for anything else)."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+
+
 def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
     findings: list[Finding] = []
     for ref in collected.tests:
@@ -463,6 +503,7 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
         from .datafiles import TEST_MAP_PATH
         from .markers import check_test_markers
         from .parallel import Beside
+        from .searchspace import SEARCH_SPACE_PATH
 
         records = index.records if index else []
         python_records = [r for r in records if r.kind == "python"]
@@ -479,6 +520,7 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
             findings += offline.findings + check_records([r for r in records if r.kind != "python"], source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += check_test_markers(offline.collected.documents.get(TEST_MAP_PATH), source)
+            findings += check_setting_types(offline.collected.documents.get(SEARCH_SPACE_PATH), source)
             findings += engine_side.result()
         ran = [*offline.ran, *(name for name, _ in SOURCE_CHECKS)]
         skipped = []

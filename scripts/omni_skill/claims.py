@@ -1,4 +1,5 @@
-"""Value claims: a data file says `default: X` for a `source:` label; the source must agree.
+"""Value claims: a data file says `default: X` (and, in the search space, `type: T`) for a
+`source:` label; the source must agree.
 
 Literal defaults are read with `ast` from the node the label's anchor names:
 - a class field or module constant: its assigned value, or `field(default=…)` /
@@ -113,6 +114,72 @@ def source_default(node: ast.AST, param: str | None) -> SourceDefault:
             raise NoDefault("annotated without a value")
         return _field_value(node.value)
     raise NoDefault("the cited definition is not a field or constant; give `param`")
+
+
+# The source types that agree with each type a setting may claim: a value the engine checks
+# against a set of its own (`enum`) or opens as a file (`path`) is often annotated `str`.
+TYPE_AGREES = {
+    "int": {"int"},
+    "float": {"float"},
+    "bool": {"bool"},
+    "str": {"str"},
+    "enum": {"enum", "str"},
+    "path": {"path", "str"},
+    "dict": {"dict"},
+    "list": {"list"},
+}
+ANNOTATED = {"int": "int", "float": "float", "bool": "bool", "str": "str", "dict": "dict", "Mapping": "dict"}
+ANNOTATED |= {"list": "list", "tuple": "list", "Sequence": "list", "Path": "path"}
+
+
+def _annotated_type(annotation: ast.expr | None) -> str | None:
+    """`int`, `X | None`, `Optional[X]`, `dict[...]`, `Literal[...]` (enum) …; None for others."""
+    if annotation is None:
+        return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        kept = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
+        return _annotated_type(kept[0]) if len(kept) == 1 else None
+    if isinstance(annotation, ast.Subscript):
+        outer = _call_name(annotation.value).rsplit(".", 1)[-1]
+        if outer == "Optional":
+            return _annotated_type(annotation.slice)
+        if outer == "Literal":
+            return "enum"
+        annotation = annotation.value
+    return ANNOTATED.get(_call_name(annotation).rsplit(".", 1)[-1])
+
+
+def _argparse_type(func: ast.AST, flag: str) -> str | None:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and _call_name(node.func).endswith("add_argument"):
+            if flag not in [a.value for a in node.args if isinstance(a, ast.Constant)]:
+                continue
+            keywords = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+            action = keywords.get("action")
+            if "choices" in keywords:
+                return "enum"
+            if isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
+                return "bool"
+            if action is not None:
+                return "bool" if _call_name(action).endswith("BooleanOptionalAction") else None
+            kind = keywords.get("type")
+            return "str" if kind is None else {"int": "int", "float": "float", "str": "str"}.get(_call_name(kind))
+    return None
+
+
+def source_type(node: ast.AST, param: str | None) -> str | None:
+    """The type the source states for a setting: a field's or parameter's annotation, or what an
+    `add_argument` declares (choices: enum; a store_true/false or boolean action: bool; type=;
+    none: str). None when it states none that this reads (an environment variable, say)."""
+    if param and param.startswith("-"):
+        return _argparse_type(node, param)
+    if param and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        return next((_annotated_type(a.annotation) for a in arguments if a.arg == param), None)
+    if not param and isinstance(node, ast.AnnAssign):
+        return _annotated_type(node.annotation)
+    return None
 
 
 def same_value(claimed: Any, actual: Any) -> bool:
