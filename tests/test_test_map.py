@@ -184,3 +184,34 @@ def test_check_with_the_engine_reports_markers(tmp_path, capsys):
     code, out = check_after_edit(tmp_path / "skill", engine, sha, TEST_MAP_PATH, "asyncio, gpu", "gpu", capsys)
     assert code == 1
     assert f"{TEST_MAP_PATH}:11: test-markers: tests/test_marked.py::test_gpu also carries asyncio" in out
+
+
+def test_hardware_test_expands_as_the_engine_helper_does():
+    import ast
+
+    from omni_skill.markers import Unreadable, _hardware
+
+    cases = {
+        'hardware_test(res={"cuda": "L4"})': ["gpu", "L4", "cuda"],
+        'hardware_test(res={"cuda": "S5000"}, num_cards=2)': ["gpu", "S5000", "musa", "distributed_musa"],
+        'hardware_test(res={"musa": "S5000"})': ["S5000", "musa"],
+        'hardware_test(res={"npu": "A2"}, num_cards=4)': ["npu", "A2", "distributed_npu"],
+        'hardware_test(res={"npu": "X"})': ["npu"],
+        'hardware_test(res={"rocm": "MI325", "xpu": "B60"}, num_cards={"xpu": 2})': [
+            "gpu",
+            "MI325",
+            "rocm",
+            "gpu",
+            "B60",
+            "xpu",
+            "distributed_xpu",
+        ],
+    }
+    for text, expected in cases.items():
+        assert _hardware(ast.parse(text).body[0].value) == expected, text
+    for text in ('hardware_test(res={"tpu": "v5"})', "hardware_test(res=RES)"):
+        try:
+            _hardware(ast.parse(text).body[0].value)
+        except Unreadable:
+            continue
+        raise AssertionError(text)

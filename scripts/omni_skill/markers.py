@@ -21,8 +21,9 @@ from .source import BlobError, EngineFiles
 from .yamlcheck import construct
 
 ARGUMENT_MARKS = frozenset({"parametrize", "usefixtures", "filterwarnings"})
-# tests/helpers/mark.py: gpu_marks picks the platform from the resource; musa and npu have their own.
-GPU_RESOURCES = {"L4": "cuda", "H100": "cuda", "MI325": "rocm", "B60": "xpu"}
+# tests/helpers/mark.py: for a cuda, rocm or xpu key, gpu_marks adds `gpu` and picks the platform
+# from the resource; a musa or npu key has marks of its own, without `gpu`.
+GPU_RESOURCES = {"L4": "cuda", "H100": "cuda", "MI325": "rocm", "B60": "xpu", "S5000": "musa"}
 NPU_RESOURCES = ("A2", "A3")
 
 
