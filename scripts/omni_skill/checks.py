@@ -38,7 +38,7 @@ from .skill import (
 )
 from .source import BlobError, Source
 from .writes import JOURNAL, pending
-from .yamlcheck import construct, plain_data
+from .yamlcheck import construct, mapping, plain_data
 
 SOURCE_CHECKS = (
     ("records", "every evidence record verified at the pinned revision (file, blob, anchor at its span, fingerprint)"),
@@ -364,7 +364,7 @@ def check_claims(collected: SkillLabels, source: Source) -> list[Finding]:
         try:
             node = _claimed_node(claim.label, source)
             if isinstance(node, yaml.Node):
-                actual = yaml.SafeLoader("").construct_object(node, deep=True)
+                actual = construct(node)
             else:
                 actual = source_default(node, claim.param).value
         except (LabelError, KeyError, BlobError, AnchorError):
@@ -410,11 +410,10 @@ def check_setting_types(document: yaml.Node | None, source: Source) -> list[Find
     from .claims import TYPE_AGREES, source_type
     from .searchspace import SEARCH_SPACE_PATH
 
-    top = dict_of(document)
-    settings = top.get("settings")
+    settings = mapping(document).get("settings")
     findings: list[Finding] = []
     for item in settings.value if isinstance(settings, yaml.SequenceNode) else []:
-        fields = dict_of(item)
+        fields = mapping(item)
         values = {k: v.value for k, v in fields.items() if isinstance(v, yaml.ScalarNode)}
         claimed, label = values.get("type"), values.get("source")
         if claimed not in TYPE_AGREES or not label:
@@ -435,13 +434,6 @@ def check_setting_types(document: yaml.Node | None, source: Source) -> list[Find
                 )
             )
     return findings
-
-
-def dict_of(node: yaml.Node | None) -> dict[str, yaml.Node]:
-    """A mapping node's values by scalar key ({} for anything else)."""
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:

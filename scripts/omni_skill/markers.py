@@ -18,7 +18,7 @@ from .anchors import AnchorError, python
 from .datafiles import TEST_MAP_PATH, NativeTestMap
 from .findings import Finding
 from .source import BlobError, EngineFiles
-from .yamlcheck import construct
+from .yamlcheck import construct, mapping
 
 ARGUMENT_MARKS = frozenset({"parametrize", "usefixtures", "filterwarnings"})
 # tests/helpers/mark.py: for a cuda, rocm or xpu key, gpu_marks adds `gpu` and picks the platform
@@ -164,9 +164,8 @@ def carried_markers(module: _Module, names: Sequence[str]) -> set[str] | None:
 
 def _entries(node: yaml.Node) -> Iterator[yaml.Node]:
     """The mapping node of every test entry, in the file's order."""
-    top = {k.value: v for k, v in node.value}
-    for subsystem in top["subsystems"].value:
-        yield from {k.value: v for k, v in subsystem.value}["tests"].value
+    for subsystem in mapping(node)["subsystems"].value:
+        yield from mapping(subsystem)["tests"].value
 
 
 def check_test_markers(document: yaml.Node | None, source: EngineFiles) -> list[Finding]:
@@ -182,7 +181,7 @@ def check_test_markers(document: yaml.Node | None, source: EngineFiles) -> list[
     modules: dict[str, _Module] = {}
     findings: list[Finding] = []
     for node, test in zip(_entries(document), tests, strict=True):
-        line = {k.value: v for k, v in node.value}["markers"].start_mark.line + 1
+        line = mapping(node)["markers"].start_mark.line + 1
         path, *names = test.pytest.split("::")
         if not names:
             continue

@@ -14,7 +14,7 @@ import yaml
 from .errors import UsageError
 from .findings import Finding
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
-from .yamlcheck import plain_document
+from .yamlcheck import construct, mapping, plain_document
 
 SKILL_FILE = "SKILL.md"
 REFERENCES = "references"
@@ -124,10 +124,6 @@ class SkillLabels:
     documents: dict[str, yaml.Node] = field(default_factory=dict)
 
 
-def _construct(node: yaml.Node) -> Any:
-    return yaml.SafeLoader("").construct_object(node, deep=True)
-
-
 def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, list[Finding]]:
     """The composed document of a data file, or the findings that stop it from being read: YAML
     that does not parse, anchors or aliases, nesting too deep, a key twice in one mapping."""
@@ -160,7 +156,7 @@ def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:
         for item in node.value:
             _walk_data(rel, item, out)
     elif isinstance(node, yaml.MappingNode):
-        keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        keys = mapping(node)
         test = keys.get("pytest")
         if isinstance(test, yaml.ScalarNode) and test.tag.endswith(":str"):
             out.tests += _test_reference(rel, test.start_mark.line + 1, test.value)
@@ -172,7 +168,7 @@ def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:
                     file=rel,
                     line=keys["default"].start_mark.line + 1,
                     label=source.value,
-                    default=_construct(keys["default"]),
+                    default=construct(keys["default"]),
                     param=str(param.value) if isinstance(param, yaml.ScalarNode) else None,
                 )
             )

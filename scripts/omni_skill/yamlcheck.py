@@ -116,5 +116,12 @@ def plain_data(text: str) -> tuple[Any, list[tuple[int, str]]]:
 
 
 def construct(node: yaml.Node) -> Any:
-    """The data of a composed document (what `yaml.load` gives for its text)."""
+    """The data of a composed document or of one node in it (what `yaml.load` gives for its text)."""
     return yaml.SafeLoader("").construct_document(node)
+
+
+def mapping(node: yaml.Node | None) -> dict[str, yaml.Node]:
+    """A mapping node's values by scalar key ({} for any other node)."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
