@@ -121,7 +121,7 @@ subsystems:
 """
 
 
-def markers_check(tmp_path: Path, text: str) -> list:
+def markers_check(tmp_path: Path, text: str, module: str = TEST_MODULE) -> list:
     from omni_skill.markers import check_test_markers
     from omni_skill.skill import collect
     from omni_skill.source import Source
@@ -130,7 +130,7 @@ def markers_check(tmp_path: Path, text: str) -> list:
     with repo.config_writer() as config:
         config.set_value("user", "name", "fixture")
         config.set_value("user", "email", "fixture@example.invalid")
-    sha = commit_files(repo, {"tests/test_marked.py": TEST_MODULE}, "tests")
+    sha = commit_files(repo, {"tests/test_marked.py": module}, "tests")
     root = make_skill(tmp_path / "skill", "# Branch\n\nRead this when: testing.\n", {TEST_MAP_PATH: text})
     return check_test_markers(collect(root).documents.get(TEST_MAP_PATH), Source(tmp_path / "engine", sha))
 
@@ -215,3 +215,25 @@ def test_hardware_test_expands_as_the_engine_helper_does():
         except Unreadable:
             continue
         raise AssertionError(text)
+
+
+def test_hostile_hardware_arguments_are_one_finding_each(tmp_path, capsys):
+    """Arguments a checker cannot read as hardware_test reads them: a finding per test, no traceback."""
+    module = (
+        "import pytest\n\n"
+        '@hardware_test(res={"cuda": ["L4"]})\ndef test_list():\n    pass\n\n'
+        '@hardware_test(res={"cuda": "L4"}, num_cards="2")\ndef test_text_cards():\n    pass\n\n'
+        '@hardware_test(res={"cuda": "L4"}, num_cards={"cuda": 2.5})\ndef test_float_cards():\n    pass\n\n'
+        "@hardware_test(res=" + "[" * 90 + "]" * 90 + ")\ndef test_deep():\n    pass\n\n"
+        "@hardware_test(num_cards=2)\ndef test_no_res():\n    pass\n"
+    )
+    names = ["test_list", "test_text_cards", "test_float_cards", "test_deep", "test_no_res"]
+    entries = "".join(
+        f"      - pytest: tests/test_marked.py::{name}\n        markers: [gpu, L4, cuda]\n        hardware: gpu\n"
+        for name in names
+    )
+    text = MARKED_MAP.split("    tests:\n")[0] + "    tests:\n" + entries
+    findings = markers_check(tmp_path, text, module)
+    assert len(findings) == len(names)
+    assert all("markers cannot be read from the source" in f.message for f in findings)
+    assert [f.message.split("::")[1].split(":")[0] for f in findings] == names

@@ -50,13 +50,16 @@ def _hardware(call: ast.Call) -> list[str]:
     try:
         res = ast.literal_eval(keywords["res"])
         cards = ast.literal_eval(keywords["num_cards"]) if "num_cards" in keywords else 1
-    except (KeyError, ValueError, TypeError, SyntaxError):
+    except (KeyError, ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         raise Unreadable(f"`{ast.unparse(call)[:80]}` has no literal res= and num_cards=") from None
-    if not isinstance(res, dict):
-        raise Unreadable(f"`{ast.unparse(call)[:80]}`: res is not a dict")
+    counts = cards if isinstance(cards, dict) else dict.fromkeys(res if isinstance(res, dict) else (), cards)
+    if not isinstance(res, dict) or not all(isinstance(v, str) for v in res.values()):
+        raise Unreadable(f"`{ast.unparse(call)[:80]}`: res is not a dict of platform to resource names")
+    if not all(type(n) is int for n in counts.values()):
+        raise Unreadable(f"`{ast.unparse(call)[:80]}`: num_cards is not a whole number (per platform)")
     marks: list[str] = []
     for key, resource in res.items():
-        count = cards.get(key, 1) if isinstance(cards, dict) else cards
+        count = counts.get(key, 1)
         if key in ("cuda", "rocm", "xpu") and resource in GPU_RESOURCES:
             platform = GPU_RESOURCES[resource]
             marks += ["gpu", resource, platform]
