@@ -503,9 +503,11 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
         def engine_checks(engine: Source) -> list[Finding]:
             """The Python records and the model catalogue (they read no page, and need neither
             markdown-it nor jinja2): beside the rest, on a second CPU when there is one."""
+            from .facts import check_pin_facts
             from .models import check_models
 
-            return check_records(python_records, engine) + check_models(root, engine)
+            facts = check_pin_facts(root, engine, sorted(engine.tree))
+            return check_records(python_records, engine) + check_models(root, engine) + facts
 
         with Beside(engine_checks, source) as engine_side:
             offline = offline_checks(root, index, provenance, installed, catalogue=False)
@@ -566,9 +568,25 @@ def offline_checks(
         if (root / RELEASES_PATH).exists():
             ran.append("releases")
             findings += check_releases(root, index)
+        from .facts import FACTS_PATH, check_facts
+
+        if (root / FACTS_PATH).exists():
+            ran.append("facts")
+            findings += check_facts(root, provenance.revision, release_versions(root))
     findings += check_data_formats(root, collected.documents, catalogue)
     findings += check_evals(root, index)
     return Offline(findings, collected, ran)
+
+
+def release_versions(root: Path) -> list[str] | None:
+    """The releases of the release matrix (None when there is none or it does not load)."""
+    from .versions import load_matrix
+
+    try:
+        found = load_matrix(root)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return [r.version for r in found.releases] if found else None
 
 
 def check_data_formats(root: Path, documents: dict[str, yaml.Node], catalogue: bool) -> list[Finding]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .index import EvidenceIndex
     from .provenance import Provenance
     from .source import Source
+    from .trees import WheelTree
 
 # Argument parsing needs only the standard library; each verb imports what it uses, so a verb
 # runs with only its own packages installed. tests/test_cli.py checks these copies against
@@ -127,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"For each release wheel, each citation's status (unchanged, moved, changed, missing, "
         f"not-shipped); writes {RELEASES_PATH}, its schema and {VERSIONS_PAGE}. Writes nothing on an error.",
     )
-    _common(rel, source=False)
+    _common(rel)
     rel.add_argument(
         "--wheel",
         action="append",
@@ -178,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope", choices=("per-stage", "pipeline", "diffusion", "env", "cli"), help="keep settings of this scope"
     )
     space.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+
+    from .factsverbs import add_arguments as facts_arguments
+
+    facts_arguments(verbs)
     return parser
 
 
@@ -604,6 +609,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     contexts = use_contexts(root, index)
     releases = []
     versions: dict[str, Path] = {}
+    trees = []
     for path in _wheel_files(args.wheel):
         tree = WheelTree(path)
         if tree.version in versions:
@@ -611,11 +617,13 @@ def cmd_releases(args: argparse.Namespace) -> int:
         versions[tree.version] = path
         require_cited(tree, [r.path for r in index.records])
         releases.append(release_of(index, tree, contexts))
+        trees.append(tree)
     found = matrix(index, releases)
     contents = {
         RELEASES_PATH: dump_json(found),
         RELEASES_SCHEMA_PATH: schema_json(),
         VERSIONS_PAGE: render_page(found, index, contexts),
+        **release_facts(root, args, trees),
     }
     written = [] if args.dry_run else write_files(root, contents)
     data = {
@@ -627,6 +635,41 @@ def cmd_releases(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("releases", data, args.format))
     return 0
+
+
+def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> dict[str, str]:
+    """evidence/facts.json and its schema: the facts of every wheel and of the pinned revision (read
+    from --source when given, else kept from the facts file the skill ships)."""
+    from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, PIN, EngineStamp, extract, facts_json, load_facts, timeline
+    from .facts import schema_json as facts_schema
+    from .provenance import load_provenance
+
+    provenance = load_provenance(root)
+    if provenance is None:
+        raise UsageError(f"{root}: no provenance.json (run resolve first)")
+    stamps, per_engine = [], {}
+    for tree in trees:
+        stamps.append(EngineStamp(id=tree.version, date=tree.built()))
+        per_engine[tree.version] = extract(tree, tree.paths())
+    path = source_path(args.source)
+    if path is not None:
+        from .source import Source
+
+        source = Source(path, provenance.revision)
+        per_engine[PIN] = extract(source, sorted(source.tree))
+    else:
+        shipped = load_facts(root)
+        if shipped is None or shipped.revision != provenance.revision:
+            print(
+                f"omni-skill releases: {FACTS_PATH} not written: the pinned revision's facts need the engine "
+                f"(give --source or set {ENV_VAR})",
+                file=sys.stderr,
+            )
+            return {}
+        per_engine[PIN] = shipped.at(PIN)
+    stamps.append(EngineStamp(id=PIN, date=provenance.commit_date, revision=provenance.revision))
+    facts = timeline(stamps, per_engine, provenance.revision)
+    return {FACTS_PATH: facts_json(facts), FACTS_SCHEMA_PATH: facts_schema()}
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -655,7 +698,21 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_facts(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_facts as run
+
+    return run(args, _root(args))
+
+
+def cmd_since(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_since as run
+
+    return run(args, _root(args))
+
+
 COMMANDS = {
+    "facts": cmd_facts,
+    "since": cmd_since,
     "install": cmd_install,
     "package": cmd_package,
     "check": cmd_check,
