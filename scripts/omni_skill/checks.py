@@ -307,7 +307,8 @@ def holds(record: EvidenceRecord, source: Source) -> bool:
     if record.kind == "python":
         return python.verify_at(lines, record.anchor, span)
     try:
-        return locate(parse_label(record.label), source.text(record.path), text_lines=lines) == span
+        quick = record.kind == "subspan"  # its definition is proven from its own lines, as for python
+        return locate(parse_label(record.label), source.text(record.path), quick, lines) == span
     except AnchorError:
         return False
 
@@ -498,7 +499,8 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
         from .searchspace import SEARCH_SPACE_PATH
 
         records = index.records if index else []
-        python_records = [r for r in records if r.kind == "python"]
+        python_records = [r for r in records if r.kind in ("python", "subspan")]
+        other_records = [r for r in records if r.kind not in ("python", "subspan")]
 
         def engine_checks(engine: Source) -> list[Finding]:
             """The Python records and the model catalogue (they read no page, and need neither
@@ -509,7 +511,7 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
 
         with Beside(engine_checks, source) as engine_side:
             offline = offline_checks(root, index, provenance, installed, catalogue=False)
-            findings += offline.findings + check_records([r for r in records if r.kind != "python"], source)
+            findings += offline.findings + check_records(other_records, source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += check_test_markers(offline.collected.documents.get(TEST_MAP_PATH), source)
             findings += check_setting_types(offline.collected.documents.get(SEARCH_SPACE_PATH), source)
@@ -627,7 +629,7 @@ def check_spans(root: Path, index: EvidenceIndex) -> list[Finding]:
     records = index.by_label()
     for record in index.records:
         length = record.end - record.start + 1
-        if record.kind not in ("python", "yaml") or length <= LONG_SPAN or record.label in allowed:
+        if record.kind not in ("python", "subspan", "yaml") or length <= LONG_SPAN or record.label in allowed:
             continue
         for use in record.uses:
             findings.append(
