@@ -279,3 +279,40 @@ def test_show_prints_the_sub_span_where_the_folder_has_it(pinned, tmp_path, caps
     assert (data["status"], data["span"]) == ("moved", "L13-L14")
     assert [line["number"] for line in data["lines"]] == [13, 14]
     assert data["lines"][1]["text"].strip().startswith("return resize(")
+
+
+# --- evals -----------------------------------------------------------------------------------
+
+
+def eval_findings(tmp_path: Path, cited: str, named: str) -> list[str]:
+    """The eval-label findings of an eval naming `named` when the serving-tuning branch cites `cited`."""
+    from omni_skill.checks import check_evals
+    from omni_skill.index import EvidenceIndex, EvidenceRecord, UsePlace
+
+    label = parse_label(cited)
+    record = EvidenceRecord(
+        label=cited,
+        path=label.path,
+        anchor=label.anchor,
+        kind=label.kind,
+        start=12,
+        end=13,
+        blob="0" * 40,
+        fingerprint="0" * 64,
+        uses=[UsePlace(file="references/serving-tuning/streaming.md", line=3)],
+    )
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals/serving-tuning.yaml").write_text(
+        f"branch: serving-tuning\nevals:\n  - id: e1\n    question: q\n    expected: a\n    labels: ['{named}']\n"
+    )
+    index = EvidenceIndex(revision="1" * 40, records=[record])
+    return [f.message for f in check_evals(tmp_path, index) if f.kind == "eval-label"]
+
+
+def test_an_eval_naming_a_definition_is_satisfied_by_a_cited_sub_span(tmp_path):
+    assert eval_findings(tmp_path, LABEL, WHOLE) == []
+
+
+def test_an_eval_naming_another_definition_is_not_satisfied_by_a_sub_span(tmp_path):
+    other = "src:vllm_omni/route.py::helper"
+    assert eval_findings(tmp_path, LABEL, other) == [f"e1: {other} is not cited anywhere in the skill"]

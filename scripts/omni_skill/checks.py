@@ -18,12 +18,13 @@ from .index import (
     SCHEMA_PATH,
     EvidenceIndex,
     EvidenceRecord,
+    UsePlace,
     label_disagrees,
     load_index,
     permalink,
     schema_json,
 )
-from .labels import LabelError, parse_label
+from .labels import Label, LabelError, parse_label
 from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .skill import (
     REFERENCES,
@@ -247,9 +248,15 @@ def check_index(root: Path, collected: SkillLabels, index: EvidenceIndex, proven
 
 
 def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
-    """Each eval file parses; each eval's labels are in the index and cited in its branch."""
+    """Each eval file parses; each eval's labels are cited in its branch (a definition also through a sub-span)."""
     findings: list[Finding] = []
     records = index.by_label() if index else {}
+    # A definition is cited where one of its sub-spans (`Symbol@L<a>-L<b>`) is: narrowing a page's
+    # citation to the lines of a claim keeps the evals that name the definition.
+    places: dict[str, list[UsePlace]] = {label: list(record.uses) for label, record in records.items()}
+    for record in records.values():
+        if record.kind == "subspan":
+            places.setdefault(Label(record.path, parse_label(record.label).symbol).text, []).extend(record.uses)
     for rel in eval_files(root):
         data, problems = plain_data(read_text(root, rel))
         if problems:
@@ -268,8 +275,8 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
         branch = f"{REFERENCES}/{evals.branch}/"
         for item in evals.evals:
             for label in item.labels:
-                record = records.get(label)
-                if record is None:
+                uses = places.get(label)
+                if uses is None:
                     findings.append(
                         Finding(
                             kind="eval-label",
@@ -278,7 +285,7 @@ def check_evals(root: Path, index: EvidenceIndex | None) -> list[Finding]:
                             label=label,
                         )
                     )
-                elif not any(u.file.startswith(branch) for u in record.uses):
+                elif not any(u.file.startswith(branch) for u in uses):
                     findings.append(
                         Finding(
                             kind="eval-label",
