@@ -10,7 +10,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +18,10 @@ from .errors import UsageError
 from .writes import ChangedMeanwhile
 
 if TYPE_CHECKING:
+    from .engine import Engine
     from .index import EvidenceIndex
-    from .installed import InstalledEngine
     from .provenance import Provenance
     from .source import Source
-    from .trees import FileTree
 
 # Argument parsing needs only the standard library; each verb imports what it uses, so a verb
 # runs with only its own packages installed. tests/test_cli.py checks these copies against
@@ -47,13 +45,6 @@ PACKAGES = {
     "markdown_it": "markdown-it-py",
     "git": "gitpython",
 }
-
-
-def find_installed() -> InstalledEngine | None:
-    """The installed engine (a module-level name so tests can stand in for it)."""
-    from .installed import find_installed as find
-
-    return find()
 
 
 def _common(parser: argparse.ArgumentParser, source: bool = True, fmt: bool = True) -> None:
@@ -190,18 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _engine_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--source", help=f"your engine git repository, bare or not (default: ${ENV_VAR})")
-    group.add_argument("--installed", action="store_true", help="the vllm_omni package this Python would import")
-    group.add_argument("--engine-dir", type=Path, metavar="DIR", help="an unpacked package or source tree (no git)")
-    group.add_argument("--wheel", type=Path, metavar="FILE", help="a vllm-omni wheel, read without extracting it")
+def _engine_options(parser: argparse.ArgumentParser, release: bool = False) -> None:
+    from .engine import add_options
+
+    add_options(parser, release)
 
 
 def source_path(arg: str | None) -> Path | None:
-    """`--source` wins over the environment variable; None when neither is given."""
-    value = arg or os.environ.get(ENV_VAR)
-    return Path(value).expanduser() if value else None
+    from .engine import source_path as path
+
+    return path(arg)
 
 
 def find_root() -> Path:
@@ -490,56 +479,10 @@ def cmd_bump(args: argparse.Namespace) -> int:
     return 1 if blocked else 0
 
 
-@dataclass
-class Engine:
-    """The engine a user runs, as `drift` and `show` read it."""
-
-    files: Source | FileTree
-    kind: str  # git, installed, folder or wheel
-    location: str
-    version: str = ""
-
-    def describe(self) -> dict[str, str]:
-        from .source import Source
-
-        revision = self.files.commit if isinstance(self.files, Source) else ""
-        return {"kind": self.kind, "location": self.location, "version": self.version, "revision": revision}
-
-
 def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> Engine:
-    """The engine named by --wheel, --engine-dir, --installed or --source (or $VLLM_OMNI_SOURCE)."""
-    from .source import Source
-    from .trees import FileTree, FolderTree, WheelTree, folder_tree, require_cited
+    from .engine import open_engine
 
-    engine: Engine
-    if args.wheel:
-        tree: FileTree = WheelTree(args.wheel)
-        engine = Engine(tree, "wheel", str(args.wheel), tree.version)
-    elif args.engine_dir:
-        tree = folder_tree(args.engine_dir)
-        engine = Engine(tree, "folder", str(args.engine_dir), tree.version)
-    elif args.installed:
-        found = find_installed()
-        if found is None:
-            raise UsageError(
-                "no installed vllm_omni package found for this Python: give --engine-dir, --wheel or --source"
-            )
-        if found.git_dir is not None:
-            engine = Engine(Source(found.git_dir, revision), "installed", str(found.location), found.version)
-        else:
-            tree = FolderTree(found.location.parent, found.version, frozenset({found.location.name}))
-            engine = Engine(tree, "installed", str(found.location), found.version)
-    else:
-        path = source_path(args.source)
-        if path is None:
-            raise UsageError(
-                f"{args.verb} needs your engine: give --installed, --engine-dir DIR, --wheel FILE or --source PATH "
-                f"(or set {ENV_VAR})"
-            )
-        return Engine(Source(path, revision), "git", str(path))
-    if isinstance(engine.files, FileTree):
-        require_cited(engine.files, [r.path for r in index.records])
-    return engine
+    return open_engine(args, revision, [r.path for r in index.records])
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
