@@ -10,7 +10,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +18,11 @@ from .errors import UsageError
 from .writes import ChangedMeanwhile
 
 if TYPE_CHECKING:
+    from .engine import Engine
     from .index import EvidenceIndex
-    from .installed import InstalledEngine
     from .provenance import Provenance
     from .source import Source
-    from .trees import FileTree
+    from .trees import WheelTree
 
 # Argument parsing needs only the standard library; each verb imports what it uses, so a verb
 # runs with only its own packages installed. tests/test_cli.py checks these copies against
@@ -47,13 +46,6 @@ PACKAGES = {
     "markdown_it": "markdown-it-py",
     "git": "gitpython",
 }
-
-
-def find_installed() -> InstalledEngine | None:
-    """The installed engine (a module-level name so tests can stand in for it)."""
-    from .installed import find_installed as find
-
-    return find()
 
 
 def _common(parser: argparse.ArgumentParser, source: bool = True, fmt: bool = True) -> None:
@@ -136,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"For each release wheel, each citation's status (unchanged, moved, changed, missing, "
         f"not-shipped); writes {RELEASES_PATH}, its schema and {VERSIONS_PAGE}. Writes nothing on an error.",
     )
-    _common(rel, source=False)
+    _common(rel)
     rel.add_argument(
         "--wheel",
         action="append",
@@ -202,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope", choices=("per-stage", "pipeline", "diffusion", "env", "cli"), help="keep settings of this scope"
     )
     space.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+
+    from .factsverbs import add_arguments as facts_arguments
+
+    facts_arguments(verbs)
     return parser
 
 
@@ -215,18 +211,16 @@ def _positive(text: str) -> int:
     return value
 
 
-def _engine_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--source", help=f"your engine git repository, bare or not (default: ${ENV_VAR})")
-    group.add_argument("--installed", action="store_true", help="the vllm_omni package this Python would import")
-    group.add_argument("--engine-dir", type=Path, metavar="DIR", help="an unpacked package or source tree (no git)")
-    group.add_argument("--wheel", type=Path, metavar="FILE", help="a vllm-omni wheel, read without extracting it")
+def _engine_options(parser: argparse.ArgumentParser, release: bool = False) -> None:
+    from .engine import add_options
+
+    add_options(parser, release)
 
 
 def source_path(arg: str | None) -> Path | None:
-    """`--source` wins over the environment variable; None when neither is given."""
-    value = arg or os.environ.get(ENV_VAR)
-    return Path(value).expanduser() if value else None
+    from .engine import source_path as path
+
+    return path(arg)
 
 
 def find_root() -> Path:
@@ -526,56 +520,10 @@ def cmd_bump(args: argparse.Namespace) -> int:
     return 1 if blocked else 0
 
 
-@dataclass
-class Engine:
-    """The engine a user runs, as `drift` and `show` read it."""
-
-    files: Source | FileTree
-    kind: str  # git, installed, folder or wheel
-    location: str
-    version: str = ""
-
-    def describe(self) -> dict[str, str]:
-        from .source import Source
-
-        revision = self.files.commit if isinstance(self.files, Source) else ""
-        return {"kind": self.kind, "location": self.location, "version": self.version, "revision": revision}
-
-
 def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> Engine:
-    """The engine named by --wheel, --engine-dir, --installed or --source (or $VLLM_OMNI_SOURCE)."""
-    from .source import Source
-    from .trees import FileTree, FolderTree, WheelTree, folder_tree, require_cited
+    from .engine import open_engine
 
-    engine: Engine
-    if args.wheel:
-        tree: FileTree = WheelTree(args.wheel)
-        engine = Engine(tree, "wheel", str(args.wheel), tree.version)
-    elif args.engine_dir:
-        tree = folder_tree(args.engine_dir)
-        engine = Engine(tree, "folder", str(args.engine_dir), tree.version)
-    elif args.installed:
-        found = find_installed()
-        if found is None:
-            raise UsageError(
-                "no installed vllm_omni package found for this Python: give --engine-dir, --wheel or --source"
-            )
-        if found.git_dir is not None:
-            engine = Engine(Source(found.git_dir, revision), "installed", str(found.location), found.version)
-        else:
-            tree = FolderTree(found.location.parent, found.version, frozenset({found.location.name}))
-            engine = Engine(tree, "installed", str(found.location), found.version)
-    else:
-        path = source_path(args.source)
-        if path is None:
-            raise UsageError(
-                f"{args.verb} needs your engine: give --installed, --engine-dir DIR, --wheel FILE or --source PATH "
-                f"(or set {ENV_VAR})"
-            )
-        return Engine(Source(path, revision), "git", str(path))
-    if isinstance(engine.files, FileTree):
-        require_cited(engine.files, [r.path for r in index.records])
-    return engine
+    return open_engine(args, revision, [r.path for r in index.records])
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
@@ -697,6 +645,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     contexts = use_contexts(root, index)
     releases = []
     versions: dict[str, Path] = {}
+    trees = []
     for path in _wheel_files(args.wheel):
         tree = WheelTree(path)
         if tree.version in versions:
@@ -704,11 +653,13 @@ def cmd_releases(args: argparse.Namespace) -> int:
         versions[tree.version] = path
         require_cited(tree, [r.path for r in index.records])
         releases.append(release_of(index, tree, contexts))
+        trees.append(tree)
     found = matrix(index, releases)
     contents = {
         RELEASES_PATH: dump_json(found),
         RELEASES_SCHEMA_PATH: schema_json(),
         VERSIONS_PAGE: render_page(found, index, contexts),
+        **release_facts(root, args, trees),
     }
     written = [] if args.dry_run else write_files(root, contents)
     data = {
@@ -720,6 +671,41 @@ def cmd_releases(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("releases", data, args.format))
     return 0
+
+
+def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> dict[str, str]:
+    """evidence/facts.json and its schema: the facts of every wheel and of the pinned revision (read
+    from --source when given, else kept from the facts file the skill ships)."""
+    from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, PIN, EngineStamp, extract, facts_json, load_facts, timeline
+    from .facts import schema_json as facts_schema
+    from .provenance import load_provenance
+
+    provenance = load_provenance(root)
+    if provenance is None:
+        raise UsageError(f"{root}: no provenance.json (run resolve first)")
+    stamps, per_engine = [], {}
+    for tree in trees:
+        stamps.append(EngineStamp(id=tree.version, date=tree.built()))
+        per_engine[tree.version] = extract(tree, tree.paths())
+    path = source_path(args.source)
+    if path is not None:
+        from .source import Source
+
+        source = Source(path, provenance.revision)
+        per_engine[PIN] = extract(source, sorted(source.tree))
+    else:
+        shipped = load_facts(root)
+        if shipped is None or shipped.revision != provenance.revision:
+            print(
+                f"omni-skill releases: {FACTS_PATH} not written: the pinned revision's facts need the engine "
+                f"(give --source or set {ENV_VAR})",
+                file=sys.stderr,
+            )
+            return {}
+        per_engine[PIN] = shipped.at(PIN)
+    stamps.append(EngineStamp(id=PIN, date=provenance.commit_date, revision=provenance.revision))
+    facts = timeline(stamps, per_engine, provenance.revision)
+    return {FACTS_PATH: facts_json(facts), FACTS_SCHEMA_PATH: facts_schema()}
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -748,7 +734,21 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_facts(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_facts as run
+
+    return run(args, _root(args))
+
+
+def cmd_since(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_since as run
+
+    return run(args, _root(args))
+
+
 COMMANDS = {
+    "facts": cmd_facts,
+    "since": cmd_since,
     "install": cmd_install,
     "package": cmd_package,
     "check": cmd_check,
