@@ -167,6 +167,21 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("name", nargs="?", help="a pipeline key (e.g. qwen3_omni_moe) or a diffusion architecture")
     models.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
 
+    find = verbs.add_parser(
+        "find",
+        help="where the skill discusses a name: setting, flag, env var, symbol, config key, model, endpoint",
+        description="Every section of the skill that names NAME (page, heading, line), most central first, and its "
+        "entries in search-space.yaml, models.yaml and test-map.yaml. max_num_seqs, max-num-seqs and --max-num-seqs "
+        "are one name; a symbol matches by its last segments (pick finds StagePool.pick). Exit 1 (with suggestions) "
+        "when the skill names nothing by it.",
+    )
+    _common(find, source=False, fmt=False)
+    find.add_argument("name", help="the name; one that begins with - goes after --: find -- --max-num-seqs")
+    find.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    find.add_argument(
+        "--limit", type=_positive, default=20, metavar="N", help="sections to list, most central first (default: 20)"
+    )
+
     space = verbs.add_parser(
         "search-space",
         help="print the engine search space",
@@ -185,6 +200,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     facts_arguments(verbs)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 def _engine_options(parser: argparse.ArgumentParser, release: bool = False) -> None:
@@ -365,6 +390,17 @@ def cmd_models(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return 0
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    from .find import find, render_text, result_data
+
+    result = find(_root(args), args.name)
+    if args.format == "json":
+        print(json.dumps(result_data(result, args.limit), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(render_text(result, args.limit))
+    return 0 if result.found else 1
 
 
 def _invalid(path: Path, exc: ValueError) -> str:
@@ -732,6 +768,7 @@ COMMANDS = {
     "releases": cmd_releases,
     "search-space": cmd_search_space,
     "models": cmd_models,
+    "find": cmd_find,
 }
 
 

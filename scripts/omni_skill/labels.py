@@ -30,6 +30,7 @@ USE_START = re.compile(r"\]\[src:")
 WORD = re.compile(r"\S*")
 USE_RE = re.compile(r"\]\[(" + LABEL_BODY + r")\]")
 DEF_RE = re.compile(r"^ {0,3}\[(" + LABEL_BODY + r")\]:[ \t]*(\S*)[ \t]*$")
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")  # an inline code span on one line
 
 
 def unescape(text: str) -> str:

@@ -13,7 +13,7 @@ import yaml
 
 from .anchors.markdown import slug
 from .findings import Finding
-from .labels import headings, markdown_tokens
+from .labels import CODE_SPAN, headings, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 from .yamlcheck import yaml_problems
 
@@ -155,7 +155,6 @@ def check_frontmatter(root: Path, installed: bool) -> list[Finding]:
     return findings
 
 
-CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 INLINE_LINK = re.compile(r"(?<![!\\])\[(?:[^\[\]\\]|\\.)*\]\(\s*<?([^)\s>]*)")
 
 
