@@ -213,10 +213,25 @@ def test_test_map_entries_by_source_and_by_test_name(root: Path) -> None:
     assert [e.name for e in find(root, "max_num_seqs").entries if e.kind == "tests"] == ["scheduler"]
 
 
-def test_the_release_facts_hook_returns_nothing_yet(root: Path) -> None:
+def test_a_malformed_facts_file_gives_no_fact_entries(root: Path) -> None:
     (root / "evidence").mkdir()
     (root / "evidence/facts.json").write_text("{}")
     assert find_module.release_facts(root, parse_query("max_num_seqs")) == []
+
+
+def test_release_facts_give_the_pin_value_and_the_release_that_removed_it(root: Path) -> None:
+    from omni_skill.facts import PIN, EngineStamp, Fact, facts_json, timeline
+
+    flag = Fact(kind="flag", name="--max-num-seqs", default=8, where="vllm_omni/serve.py:3")
+    old = Fact(kind="flag", name="--stage-configs-path", where="vllm_omni/serve.py:4")
+    stamps = [EngineStamp(id="1.0.0", date="2026-01-01"), EngineStamp(id=PIN, date="2026-02-01", revision="a" * 40)]
+    (root / "evidence").mkdir()
+    text = facts_json(timeline(stamps, {"1.0.0": [flag, old], PIN: [flag]}, "a" * 40))
+    (root / "evidence/facts.json").write_text(text)
+    [entry] = find_module.release_facts(root, parse_query("max_num_seqs"))
+    assert entry.summary == "fact flag --max-num-seqs · pin: = 8 vllm_omni/serve.py:3 · first 1.0.0"
+    [gone] = find_module.release_facts(root, parse_query("--stage-configs-path"))
+    assert "absent at the pin" in gone.summary and "removed after 1.0.0" in gone.summary
 
 
 def test_an_unknown_name_exits_1_with_suggestions(root: Path, capsys) -> None:

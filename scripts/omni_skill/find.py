@@ -24,6 +24,7 @@ other section by score.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,11 +401,68 @@ def _tests_entry(subsystem: Subsystem, tests: list[Any], owner: bool) -> DataEnt
     )
 
 
-def release_facts(root: Path, query: Query) -> list[DataEntry]:
-    """What the engine's releases state about the name, from `evidence/facts.json` (written by the
-    `facts` verb). The facts format is not final, so this reads nothing yet: it is the one place
-    where the lookup plugs in, and returns entries of kind `fact` once it does."""
-    return []
+def release_facts(root: Path, query: Query, limit: int = 6) -> list[DataEntry]:
+    """What the engine states about the name at the pin and across releases, from
+    `evidence/facts.json` (one timeline a line: only lines holding the name are parsed)."""
+    import json
+
+    from .facts import FACTS_PATH, PIN, matches
+
+    if query.path:
+        return []
+    try:
+        lines = (root / FACTS_PATH).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    head = lines[0] if lines else ""
+    try:  # the first line holds every field but the facts: `{…, "facts": [`
+        order = [str(e["id"]) for e in json.loads(head[: head.index(', "facts": [')] + "}").get("engines", [])]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []  # not a facts file as `releases` writes it (check reports it)
+    needle = query.needle.replace("_", "")
+    entries: list[DataEntry] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if needle not in line.lower().replace("_", "").replace("-", ""):
+            continue
+        try:
+            item = json.loads(line.rstrip(","))
+        except ValueError:
+            continue
+        if not isinstance(item, dict) or not matches(str(item.get("name", "")), query.text):
+            continue
+        eras = item.get("eras") or []
+        present = [e for era in eras for e in era.get("engines", [])]
+        if not present:
+            continue
+        at_pin = next((era for era in eras if PIN in era.get("engines", [])), None)
+        parts = [f"pin: {_fact_value(at_pin)}" if at_pin else "absent at the pin"]
+        parts.append(f"first {present[0]}")
+        last = max(order.index(e) for e in present) if order else 0
+        if order and last < len(order) - 1:
+            parts.append(f"removed after {order[last]}")
+        if len(eras) > 1:
+            parts.append("changes in " + ", ".join(era["engines"][0] for era in eras[1:]))
+        entries.append(
+            DataEntry(
+                FACTS_PATH,
+                number,
+                "fact",
+                item["name"],
+                f"fact {item['kind']} {item['name']} · " + " · ".join(parts),
+                {"kind": item["kind"], "engines": present},
+            )
+        )
+        if len(entries) >= limit:
+            break
+    return entries
+
+
+def _fact_value(era: dict[str, Any]) -> str:
+    default, attrs = era.get("default"), era.get("attrs") or {}
+    where = f"{era.get('path', '')}:{era.get('lines', [0])[-1]}"
+    if default is None and {"computed", "factory", "required"} & set(attrs):
+        return where
+    return f"= {json.dumps(default)} {where}"
 
 
 def data_entries(snapshot: Snapshot, query: Query) -> list[DataEntry]:

@@ -361,7 +361,10 @@ class Snapshot:
 
     def __init__(self, root: Path):
         self.root = root
-        self.files = markdown_files(root)
+        # generated pages that restate data (release notes, the versions matrix) are not places
+        # that discuss a thing: their data comes back as fact entries instead
+        generated = ("references/serving-tuning/releases/", "references/serving-tuning/release-notes.md")
+        self.files = [rel for rel in markdown_files(root) if not rel.startswith(generated)]
         self.unreadable: list[str] = []  # data files that could not be read, and why
         self._pages: dict[str, Page] = {}
         self._folded: dict[str, str] = {}
