@@ -1,4 +1,8 @@
-"""The kinds of release facts (standard library only: argument parsing lists them)."""
+"""The kinds of release facts and how names match them (standard library only: argument parsing
+and `find` use them without loading pydantic)."""
+
+FACTS_PATH = "evidence/facts.json"
+PIN = "pin"
 
 KINDS = {
     "flag": "a flag the omni serve entry point adds (vllm serve … --omni / vllm-omni serve)",
@@ -18,3 +22,20 @@ KINDS = {
     "quantization-method": "a quantization method name the omni quantization factory adds",
     "entry-kwarg": "a keyword of a public Python entry point (Class.method:keyword)",
 }
+
+
+def normalise(name: str) -> str:
+    """What a user may type for the same thing: `--max-num-seqs`, `max_num_seqs`, `max-num-seqs`."""
+    return name.strip().lstrip("-").replace("-", "_").lower()
+
+
+def matches(fact_name: str, query: str) -> bool:
+    """A fact answers a query when the names agree, or the query is the field/keyword part."""
+    wanted = normalise(query)
+    candidates = {normalise(fact_name)}
+    for separator in (".", ":"):
+        if separator in fact_name:
+            candidates.add(normalise(fact_name.rsplit(separator, 1)[1]))
+    if fact_name.startswith(("GET ", "POST ", "PUT ", "DELETE ", "PATCH ", "WEBSOCKET ")):
+        candidates.add(normalise(fact_name.split(" ", 1)[1]))
+    return wanted in candidates

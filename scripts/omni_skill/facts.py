@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .factkinds import KINDS
+from .factkinds import FACTS_PATH, KINDS, PIN, matches, normalise
 
-__all__ = ["KINDS", "Fact", "FactsFile", "extract", "timeline"]
+__all__ = ["FACTS_PATH", "KINDS", "PIN", "Fact", "FactsFile", "extract", "matches", "normalise", "timeline"]
 
 MAX_DEFAULT_CHARS = 200  # a literal longer than this is recorded as None (too long to be a setting)
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,80}$")
@@ -608,9 +608,7 @@ def extract(files: Files, paths: list[str], kinds: set[str] | None = None) -> li
 
 # ------------------------------------------------------------------ the shipped timeline
 
-FACTS_PATH = "evidence/facts.json"
 FACTS_SCHEMA_PATH = "evidence/facts.schema.json"
-PIN = "pin"
 
 
 class EngineStamp(BaseModel):
@@ -800,20 +798,3 @@ def schema_json() -> str:
     import json
 
     return json.dumps(FactsFile.model_json_schema(), indent=2, sort_keys=True) + "\n"
-
-
-def normalise(name: str) -> str:
-    """What a user may type for the same thing: `--max-num-seqs`, `max_num_seqs`, `max-num-seqs`."""
-    return name.strip().lstrip("-").replace("-", "_").lower()
-
-
-def matches(fact_name: str, query: str) -> bool:
-    """A fact answers a query when the names agree, or the query is the field/keyword part."""
-    wanted = normalise(query)
-    candidates = {normalise(fact_name)}
-    for separator in (".", ":"):
-        if separator in fact_name:
-            candidates.add(normalise(fact_name.rsplit(separator, 1)[1]))
-    if fact_name.startswith(("GET ", "POST ", "PUT ", "DELETE ", "PATCH ", "WEBSOCKET ")):
-        candidates.add(normalise(fact_name.split(" ", 1)[1]))
-    return wanted in candidates

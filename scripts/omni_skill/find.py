@@ -406,7 +406,7 @@ def release_facts(root: Path, query: Query, limit: int = 6) -> list[DataEntry]:
     `evidence/facts.json` (one timeline a line: only lines holding the name are parsed)."""
     import json
 
-    from .facts import FACTS_PATH, PIN, matches
+    from .factkinds import FACTS_PATH, PIN, matches
 
     if query.path:
         return []
