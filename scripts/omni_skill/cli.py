@@ -165,6 +165,21 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("name", nargs="?", help="a pipeline key (e.g. qwen3_omni_moe) or a diffusion architecture")
     models.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
 
+    lint = verbs.add_parser(
+        "lint-deploy",
+        help="check a serve command and deploy file against your engine before you start it",
+        description='Check a deploy YAML (FILE or --deploy-config) and/or a serve command (--serve "CMD") against '
+        "the engine you run: flags, keys the engine drops, stage ids, devices and memory fractions, parallel sizes, "
+        "async_chunk, connectors, settings without effect. Each finding cites the engine code that makes it true. "
+        "Read-only; never imports the engine. Exit 1 on any error or warning.",
+    )
+    _common(lint, source=False, fmt=False)
+    lint.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    _engine_options(lint, release=True)
+    from .lint_options import add_arguments as lint_arguments
+
+    lint_arguments(lint)
+
     space = verbs.add_parser(
         "search-space",
         help="print the engine search space",
@@ -655,6 +670,18 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lint_deploy(args: argparse.Namespace) -> int:
+    from .lint_deploy import lint_from_args, render_json, render_text
+    from .provenance import load_provenance
+
+    provenance = load_provenance(_root(args))
+    if provenance is None:
+        raise UsageError("the skill has no provenance.json: its pinned revision is unknown")
+    report = lint_from_args(args, provenance.repository, provenance.revision)
+    sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
+    return 1 if report.failed() else 0
+
+
 COMMANDS = {
     "install": cmd_install,
     "package": cmd_package,
@@ -666,6 +693,7 @@ COMMANDS = {
     "releases": cmd_releases,
     "search-space": cmd_search_space,
     "models": cmd_models,
+    "lint-deploy": cmd_lint_deploy,
 }
 
 
