@@ -937,6 +937,7 @@ def lint_merged(
     overrides: dict[int, dict[str, Any]],
     visible: int | None,
     user_given: bool,
+    bundled_defaults: list[DeployDoc] | None = None,
 ) -> None:
     model = lint.model
     first = docs[0] if docs else None
@@ -999,7 +1000,7 @@ def lint_merged(
         and pipeline is not None
         and not first.data.get("base_config")
     ):
-        _dropped_defaults(lint, first, pipeline, docs)
+        _dropped_defaults(lint, first, pipeline, bundled_defaults or [])
     flags = global_flags(command, model)
     if flags and len(stages or (pipeline.stages if pipeline else [])) > 1:
         _global_flags(lint, flags, stages, pipeline, origin)
@@ -1065,19 +1066,31 @@ def _async_chunk(
         )
 
 
-def _dropped_defaults(lint: Lint, doc: DeployDoc, pipeline: Pipeline, docs: list[DeployDoc]) -> None:
-    name = pipeline.default_deploy
-    if not name or name not in lint.model.deploy_files:
+def _dropped_defaults(lint: Lint, doc: DeployDoc, pipeline: Pipeline, bundled: list[DeployDoc]) -> None:
+    """A user file without base_config replaces the pipeline's bundled defaults: name what it loses."""
+    if not bundled:
         return
+    defaults = merge_chain(bundled, lint.model)
+    mine = {_hashable(s["stage_id"]): s for s in _stage_list(doc.data.get("stages"))}
+    lost: list[str] = [k for k in defaults if k not in ("stages", "platforms") and k not in doc.data]
+    for stage in _stage_list(defaults.get("stages")):
+        sid = _hashable(stage["stage_id"])
+        if sid not in mine:
+            lost.append(f"stage {sid}")
+            continue
+        lost += [f"stage {sid} {k}" for k in stage if k != "stage_id" and _get(mine[sid], str(k)) is None]
+    if not lost:
+        return
+    shown = ", ".join(lost[:6]) + (f" and {len(lost) - 6} more" if len(lost) > 6 else "")
     lint.add(
         "warning",
         "overlay-no-base",
         doc.name,
         1,
         "base_config",
-        f"this file replaces {pipeline.key}'s bundled defaults ({name}) instead of layering on them: "
-        f"every setting it leaves out takes the StageDeployConfig default; add `base_config: {name}` "
-        "(relative to this file: a path to the package's deploy folder) or set every stage in full",
+        f"this file replaces {pipeline.key}'s bundled defaults ({posixpath.basename(bundled[0].location)}) instead of "
+        f"layering on them, and leaves out {shown}: those take the StageDeployConfig defaults; add "
+        "`base_config:` (a path, relative to this file, to the bundled file) or set them here",
         "_create_legacy_from_registry",
     )
 
@@ -1549,7 +1562,11 @@ def run_lint(model: EngineModel, given: LintInput, engine_files: Any, describe: 
     if visible is None:
         lint.skip("devices outside the visible set: give --gpus N or CUDA_VISIBLE_DEVICES in the command")
     if docs or overrides or command is not None:
-        lint_merged(lint, docs, merged, pipeline, command, overrides, visible, bool(deploy_ref))
+        defaults: list[DeployDoc] = []
+        if pipeline is not None and pipeline.default_deploy and docs and not docs[0].bundled:
+            if reader.read(DEPLOY_DIR + pipeline.default_deploy) is not None:
+                defaults = load_chain(pipeline.default_deploy, Path("/nonexistent-omni-skill"), reader)
+        lint_merged(lint, docs, merged, pipeline, command, overrides, visible, bool(deploy_ref), defaults)
     if lint.passthrough:
         names = sorted(lint.passthrough)
         lint.add(
