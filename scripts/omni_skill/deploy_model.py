@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,18 +194,85 @@ def _strings(node: ast.AST) -> list[str]:
 
 
 class _Reader:
+    """Parses only what is needed: a module's skeleton (function bodies blanked, see
+    `models.skeleton`) for its classes and constants, and single function blocks on demand."""
+
     def __init__(self, files: Any):
         self.files = files
         self.modules = ModuleReader(files)
         self.trees: dict[str, ast.Module | None] = {}
 
+    def lines(self, path: str) -> list[str] | None:
+        try:
+            return list(self.files.lines(path))
+        except Exception:  # absent or unreadable in this engine
+            return None
+
     def tree(self, path: str) -> ast.Module | None:
         if path not in self.trees:
             try:
-                self.trees[path] = ast.parse(self.files.text(path))
-            except Exception:  # absent, unreadable or not Python in this engine
+                self.trees[path] = self.modules.module(path)
+            except Unavailable:
                 self.trees[path] = None
         return self.trees[path]
+
+    def block_end(self, lines: list[str], start: int) -> int:
+        """The 0-based line after the block that starts at `start` (by indentation)."""
+        first = lines[start]
+        indent = len(first) - len(first.lstrip())
+        end = start + 1
+        while end < len(lines):
+            line = lines[end]
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#") and len(line) - len(line.lstrip()) <= indent:
+                if not stripped.startswith((")", "]", "}")):
+                    break
+            end += 1
+        return end
+
+    def block_text(self, path: str, start: int) -> str:
+        lines = self.lines(path)
+        if lines is None or start >= len(lines):
+            return ""
+        return "\n".join(lines[start : self.block_end(lines, start)])
+
+    def block(self, path: str, start: int) -> ast.stmt | None:
+        """The statement starting at 0-based line `start` (a def, class or for), parsed alone."""
+        lines = self.lines(path)
+        if lines is None or start >= len(lines):
+            return None
+        first = lines[start]
+        indent = len(first) - len(first.lstrip())
+        end = start + 1
+        while end < len(lines):
+            line = lines[end]
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#") and len(line) - len(line.lstrip()) <= indent:
+                if not stripped.startswith((")", "]", "}")):
+                    break
+            end += 1
+        try:
+            module = ast.parse(textwrap.dedent("\n".join(lines[start:end])))
+        except SyntaxError:
+            return None
+        return module.body[0] if module.body else None
+
+    def function(self, path: str, name: str) -> ast.FunctionDef | None:
+        """The first `def name(` of a module (top level or a method), parsed alone."""
+        lines = self.lines(path)
+        if lines is None:
+            return None
+        pattern = re.compile(r"^\s*(?:async\s+)?def\s+" + re.escape(name) + r"\s*\(")
+        for number, line in enumerate(lines):
+            if pattern.match(line):
+                node = self.block(path, number)
+                return node if isinstance(node, ast.FunctionDef) else None
+        return None
+
+    def has_def(self, path: str, name: str) -> bool:
+        lines = self.lines(path)
+        pattern = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+" + re.escape(name) + r"\b")
+        return lines is not None and any(pattern.match(line) for line in lines)
 
 
 # ---------------------------------------------------------------- extraction
@@ -262,7 +330,7 @@ def _stage_config(reader: _Reader, model: EngineModel) -> None:
         model.labels["pipeline_wide"] = f"src:{STAGE_CONFIG}::_PIPELINE_WIDE_ENGINE_FIELDS"
     keys: set[str] = set()
     for func_name in ("load_deploy_config", "resolve_deploy_yaml"):
-        func = _find(tree, ast.FunctionDef, func_name)
+        func = reader.function(STAGE_CONFIG, func_name)
         if func is None:
             continue
         model.labels[func_name] = f"src:{STAGE_CONFIG}::{func_name}"
@@ -276,7 +344,7 @@ def _stage_config(reader: _Reader, model: EngineModel) -> None:
             ):
                 model.rejects_stage_args = True
     model.top_level_keys = frozenset(keys - {"stage_args"})
-    build_args = _find(tree, ast.FunctionDef, "_build_engine_args")
+    build_args = reader.function(STAGE_CONFIG, "_build_engine_args")
     if build_args is not None:
         model.overwritten_stage_keys = tuple(_set_after_stage_values(build_args))
         model.labels["_build_engine_args"] = f"src:{STAGE_CONFIG}::_build_engine_args"
@@ -291,7 +359,7 @@ def _stage_config(reader: _Reader, model: EngineModel) -> None:
         "StageConfig.to_omegaconf",
     ):
         top = name.split(".")[0]
-        if _find(tree, ast.FunctionDef, top) or _find(tree, ast.ClassDef, top) or _assigned(tree, top) is not None:
+        if reader.has_def(STAGE_CONFIG, top) or _assigned(tree, top) is not None:
             model.labels[name] = f"src:{STAGE_CONFIG}::{name}"
 
 
@@ -372,7 +440,7 @@ def _serve(reader: _Reader, model: EngineModel) -> None:
     if tree is None:
         model.missing.append(SERVE)
         return
-    init = _find(tree, ast.FunctionDef, "subparser_init")
+    init = reader.function(SERVE, "subparser_init")
     scope = init if init is not None else tree
     owner = "OmniServeCommand.subparser_init" if init is not None else ""
     for node in ast.walk(scope):
@@ -412,7 +480,7 @@ def _serve(reader: _Reader, model: EngineModel) -> None:
         for option in options:
             model.flags.setdefault(option, flag)
     model.labels["serve_flags"] = f"src:{SERVE}::{owner}" if owner else f"src:{SERVE}"
-    validate = _find(tree, ast.FunctionDef, "validate")
+    validate = reader.function(SERVE, "validate")
     if validate is not None:
         for node in ast.walk(validate):
             if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict):
@@ -436,10 +504,11 @@ def _diffusion(reader: _Reader, model: EngineModel) -> None:
             setattr(model, attr, _class_fields(cls, DIFFUSION_DATA))
             model.labels[cls_name] = f"src:{DIFFUSION_DATA}::{cls_name}"
     config_cls = _find(tree, ast.ClassDef, "OmniDiffusionConfig")
-    if config_cls is not None and "fields(cls)" in ast.unparse(config_cls):  # keeps only its own fields
+    config_text = reader.block_text(DIFFUSION_DATA, config_cls.lineno - 1) if config_cls is not None else ""
+    if "fields(cls)" in config_text:  # the config keeps only its own fields
         model.labels["diffusion_from_kwargs"] = f"src:{DIFFUSION_DATA}::OmniDiffusionConfig.from_kwargs"
         model.labels["diffusion_world"] = f"src:{DIFFUSION_DATA}::DiffusionParallelConfig.__post_init__"
-    normalize = _find(tree, ast.FunctionDef, "normalize_omni_diffusion_kwargs")
+    normalize = reader.function(DIFFUSION_DATA, "normalize_omni_diffusion_kwargs")
     if normalize is not None:
         aliases: set[str] = set()
         for node in ast.walk(normalize):
@@ -477,7 +546,7 @@ def _connectors(reader: _Reader, model: EngineModel) -> None:
 
 
 def _misc(reader: _Reader, model: EngineModel) -> None:
-    main = reader.tree(CLI_MAIN)
+    main = reader.function(CLI_MAIN, "main")
     if main is not None:
         for node in ast.walk(main):
             if (
@@ -488,57 +557,57 @@ def _misc(reader: _Reader, model: EngineModel) -> None:
             ):
                 model.omni_gate = True
                 model.labels["omni_gate"] = f"src:{CLI_MAIN}::main"
-    engine = reader.tree(ASYNC_ENGINE)
-    if engine is not None:
-        for node in ast.walk(engine):
-            if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Tuple)):
-                continue
-            names = [e.value for e in node.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-            replacement = ""
-            for text in _strings(ast.Module(body=node.body, type_ignores=[])):
-                found = re.search(r"use `(\w+)`", text)
-                replacement = found.group(1) if found else replacement
-            joined = " ".join(
-                ast.unparse(n)
-                for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
-                if isinstance(n, ast.Raise)
-            )
-            if names and replacement and "no longer supported" in joined:
-                model.removed_kwargs = {n: replacement for n in names}
-                func = _enclosing_function(engine, node)
-                model.labels["removed_kwargs"] = f"src:{ASYNC_ENGINE}::{func}" if func else f"src:{ASYNC_ENGINE}"
-    utils = reader.tree(ENTRY_UTILS)
-    if utils is not None and _find(utils, ast.FunctionDef, "load_stage_configs_from_model") is not None:
+    _removed_kwargs(reader, model)
+    if reader.has_def(ENTRY_UTILS, "load_stage_configs_from_model"):
         model.labels["stage_overrides"] = f"src:{ENTRY_UTILS}::load_stage_configs_from_model"
-        if _find(utils, ast.FunctionDef, "parse_stage_overrides") is not None:
-            model.labels["parse_stage_overrides"] = f"src:{ENTRY_UTILS}::parse_stage_overrides"
-    factory = reader.tree(CONFIG_FACTORY)
-    if factory is not None:
-        for name in ("_load_user_deploy_config", "_create_legacy_from_registry"):
-            if _find(factory, ast.FunctionDef, name) is not None:
-                model.labels[name] = f"src:{CONFIG_FACTORY}::StageConfigFactory.{name}"
-    stage_utils = reader.tree(STAGE_UTILS)
-    if stage_utils is not None and _find(stage_utils, ast.FunctionDef, "_map_device_list") is not None:
+    if reader.has_def(ENTRY_UTILS, "parse_stage_overrides"):
+        model.labels["parse_stage_overrides"] = f"src:{ENTRY_UTILS}::parse_stage_overrides"
+    for name in ("_load_user_deploy_config", "_create_legacy_from_registry"):
+        if reader.has_def(CONFIG_FACTORY, name):
+            model.labels[name] = f"src:{CONFIG_FACTORY}::StageConfigFactory.{name}"
+    if reader.has_def(STAGE_UTILS, "_map_device_list"):
         model.labels["devices"] = f"src:{STAGE_UTILS}::_map_device_list"
-    init = reader.tree(STAGE_INIT)
-    if init is not None and _find(init, ast.FunctionDef, "split_devices_for_replicas") is not None:
+    if reader.has_def(STAGE_INIT, "split_devices_for_replicas"):
         model.labels["replicas"] = f"src:{STAGE_INIT}::split_devices_for_replicas"
-    connector_init = reader.tree(CONNECTOR_INIT)
-    if connector_init is not None and _find(connector_init, ast.FunctionDef, "load_omni_transfer_config"):
+    if reader.has_def(CONNECTOR_INIT, "load_omni_transfer_config"):
         model.labels["connector_refs"] = f"src:{CONNECTOR_INIT}::load_omni_transfer_config"
 
 
-def _enclosing_function(tree: ast.Module, target: ast.AST) -> str:
-    for cls in tree.body:
-        if isinstance(cls, ast.ClassDef):
-            for func in cls.body:
-                if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    n is target for n in ast.walk(func)
-                ):
-                    return f"{cls.name}.{func.name}"
-        elif isinstance(cls, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(n is target for n in ast.walk(cls)):
-            return cls.name
-    return ""
+def _removed_kwargs(reader: _Reader, model: EngineModel) -> None:
+    """`for legacy in ("old", …): … raise …("… no longer supported; use `new` …")` in the engine."""
+    lines = reader.lines(ASYNC_ENGINE) or []
+    loop = re.compile(r"^\s*for\s+\w+\s+in\s+\(")
+    for number, line in enumerate(lines):
+        if not loop.match(line) or "no longer supported" not in " ".join(lines[number : number + 4]):
+            continue
+        node = reader.block(ASYNC_ENGINE, number)
+        if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Tuple):
+            continue
+        names = [e.value for e in node.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        found = [m.group(1) for text in _strings(node) if (m := re.search(r"use `(\w+)`", text))]
+        if names and found:
+            model.removed_kwargs = {n: found[0] for n in names}
+            func = _enclosing_def(lines, number)
+            model.labels["removed_kwargs"] = f"src:{ASYNC_ENGINE}::{func}" if func else f"src:{ASYNC_ENGINE}"
+            return
+
+
+def _enclosing_def(lines: list[str], number: int) -> str:
+    """`Class.method` or `function` whose body holds 0-based line `number` (by indentation)."""
+    names: list[str] = []
+    indent = len(lines[number]) - len(lines[number].lstrip())
+    for line in reversed(lines[:number]):
+        stripped = line.lstrip()
+        level = len(line) - len(stripped)
+        if stripped and level < indent:
+            match = re.match(r"(?:async\s+)?(?:def|class)\s+(\w+)", stripped)
+            if match:
+                names.append(match.group(1))
+            if not stripped.startswith(("#", ")", "]", "}")):
+                indent = level
+            if level == 0:
+                break
+    return ".".join(reversed(names))
 
 
 # ---------------------------------------------------------------- pipelines
@@ -597,8 +666,7 @@ def _configs(reader: _Reader, name: str) -> list[tuple[str, str, ast.Call | None
         return [(name, path, None)]
     if isinstance(value, ast.Call):
         return [(symbol, path, value)]
-    module = reader.tree(path)
-    func = _find(module, ast.FunctionDef, symbol) if module is not None else None
+    func = reader.function(path, symbol)
     if func is None:
         return [(symbol, path, None)]
     found: list[tuple[str, str, ast.Call | None]] = []
@@ -622,8 +690,7 @@ def _origin(reader: _Reader, path: str, name: str) -> tuple[str, str] | None:
         try:
             if name in reader.modules.constants(path):
                 return path, name
-            module = reader.tree(path)
-            if module is not None and _find(module, ast.FunctionDef, name) is not None:
+            if reader.has_def(path, name):
                 return path, name
             imported = reader.modules.imported(path, name)
         except Unavailable:
