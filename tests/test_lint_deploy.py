@@ -254,6 +254,11 @@ ENGINE = {
     "vllm_omni/engine/stage_init_utils.py": """
         def split_devices_for_replicas(devices_str, num_replicas, tp_size, stage_id):
             return [devices_str]
+
+
+        def initialize_diffusion_stage(stage_id, od_config, batch_size: int = 1):
+            od_config.max_num_seqs = batch_size
+            return od_config
     """,
     "vllm_omni/diffusion/data.py": """
         from dataclasses import dataclass, fields
@@ -639,8 +644,16 @@ def test_overlay_with_base_merges_the_bundled_file(lint, engine_dir, tmp_path):
 
 
 def test_diffusion_batching_knob_without_effect(lint):
+    deploy = "pipeline: image\nasync_chunk: false\nstages:\n  - stage_id: 1\n    max_num_seqs: 4\n"
+    found = [f for f in lint(deploy).findings if f.rule == "no-effect"]
+    assert found and found[0].severity == "warning" and "batch_size" in found[0].message
+    same = [f for f in lint(deploy.replace("max_num_seqs: 4", "max_num_seqs: 1")).findings if f.rule == "no-effect"]
+    assert [f.severity for f in same] == ["note"]  # the value the launcher sets anyway
+
+
+def test_setting_a_diffusion_stage_drops(lint):
     deploy = (
-        "pipeline: image\nasync_chunk: false\nstages:\n  - stage_id: 1\n    max_num_seqs: 4\n    enforce_eager: true\n"
+        "pipeline: image\nasync_chunk: false\nstages:\n  - stage_id: 1\n    cache_backend: x\n    enforce_eager: true\n"
     )
     found = [f for f in lint(deploy).findings if f.rule == "no-effect"]
     assert [f.subject for f in found] == ["stage 1: enforce_eager"]

@@ -28,6 +28,7 @@ CLI_MAIN = "vllm_omni/entrypoints/cli/main.py"
 ENTRY_UTILS = "vllm_omni/entrypoints/utils.py"
 STAGE_UTILS = "vllm_omni/entrypoints/stage_utils.py"
 STAGE_INIT = "vllm_omni/engine/stage_init_utils.py"
+OMNI_BASE = "vllm_omni/entrypoints/omni_base.py"
 ASYNC_ENGINE = "vllm_omni/engine/async_omni_engine.py"
 DIFFUSION_DATA = "vllm_omni/diffusion/data.py"
 CONNECTOR_FACTORY = "vllm_omni/distributed/omni_connectors/factory.py"
@@ -107,6 +108,8 @@ class EngineModel:
     diffusion_parallel_fields: dict[str, ConfigField] = field(default_factory=dict)
     diffusion_aliases: frozenset[str] = frozenset()  # keys normalize_omni_diffusion_kwargs renames
     diffusion_only_stage_fields: frozenset[str] = frozenset()
+    diffusion_replaced: dict[str, tuple[str, Any]] = field(default_factory=dict)  # field -> (parameter, default)
+    diffusion_batch_keyword: str = ""  # the Omni/AsyncOmni keyword that feeds it, when the engine has one
     flags: dict[str, ServeFlag] = field(default_factory=dict)  # by option string
     rejected_with_omni: dict[str, str] = field(default_factory=dict)  # dest -> flag
     removed_kwargs: dict[str, str] = field(default_factory=dict)  # old kwarg -> replacement
@@ -558,6 +561,7 @@ def _misc(reader: _Reader, model: EngineModel) -> None:
                 model.omni_gate = True
                 model.labels["omni_gate"] = f"src:{CLI_MAIN}::main"
     _removed_kwargs(reader, model)
+    _diffusion_replaced(reader, model)
     if reader.has_def(ENTRY_UTILS, "load_stage_configs_from_model"):
         model.labels["stage_overrides"] = f"src:{ENTRY_UTILS}::load_stage_configs_from_model"
     if reader.has_def(ENTRY_UTILS, "parse_stage_overrides"):
@@ -571,6 +575,34 @@ def _misc(reader: _Reader, model: EngineModel) -> None:
         model.labels["replicas"] = f"src:{STAGE_INIT}::split_devices_for_replicas"
     if reader.has_def(CONNECTOR_INIT, "load_omni_transfer_config"):
         model.labels["connector_refs"] = f"src:{CONNECTOR_INIT}::load_omni_transfer_config"
+
+
+def _diffusion_replaced(reader: _Reader, model: EngineModel) -> None:
+    """`od_config.<field> = <parameter>` in the diffusion stage start-up: the deploy value of that
+    field is replaced by what the launcher passes."""
+    func = reader.function(STAGE_INIT, "initialize_diffusion_stage")
+    if func is None:
+        return
+    positional = func.args.args
+    defaults: dict[str, Any] = {
+        a.arg: _literal(d)
+        for a, d in zip(positional[len(positional) - len(func.args.defaults) :], func.args.defaults, strict=True)
+    }
+    defaults.update(
+        {a.arg: _literal(d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True) if d is not None}
+    )
+    params = {a.arg for a in positional + func.args.kwonlyargs}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    model.diffusion_replaced[target.attr] = (node.value.id, defaults.get(node.value.id))
+    if model.diffusion_replaced:
+        model.labels["diffusion_replaced"] = f"src:{STAGE_INIT}::initialize_diffusion_stage"
+        lines = reader.lines(OMNI_BASE) or []
+        if any("diffusion_batch_size" in line for line in lines) and reader.has_def(OMNI_BASE, "__init__"):
+            model.diffusion_batch_keyword = "diffusion_batch_size"
+            model.labels["diffusion_batch_keyword"] = f"src:{OMNI_BASE}::OmniBase.__init__"
 
 
 def _removed_kwargs(reader: _Reader, model: EngineModel) -> None:

@@ -732,6 +732,24 @@ def _stage_type(lint: Lint, doc: DeployDoc, line: int, subject: str, key: str, v
                         "DiffusionParallelConfig",
                     )
             return
+        if key in model.diffusion_replaced:
+            source, default = model.diffusion_replaced[key]
+            feeds = (
+                f" (the `{model.diffusion_batch_keyword}` keyword of Omni/AsyncOmni; `vllm serve` has no flag for it)"
+                if model.diffusion_batch_keyword
+                else ""
+            )
+            lint.add(
+                "note" if value == default else "warning",
+                "no-effect",
+                doc.name,
+                line,
+                subject,
+                f"`{key}` of diffusion stage {ps.stage_id} is replaced at start-up by the launcher's `{source}` "
+                f"(default {default!r}){feeds}: the deploy value does not take effect",
+                "diffusion_replaced",
+            )
+            return
         if key in model.diffusion_fields or key in model.diffusion_aliases:
             return
         hint = (
