@@ -19,9 +19,11 @@ from .writes import ChangedMeanwhile
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .facts import FactsFile
     from .index import EvidenceIndex
     from .provenance import Provenance
     from .source import Source
+    from .trees import WheelTree
 
 # Argument parsing needs only the standard library; each verb imports what it uses, so a verb
 # runs with only its own packages installed. tests/test_cli.py checks these copies against
@@ -127,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"For each release wheel, each citation's status (unchanged, moved, changed, missing, "
         f"not-shipped); writes {RELEASES_PATH}, its schema and {VERSIONS_PAGE}. Writes nothing on an error.",
     )
-    _common(rel, source=False)
+    _common(rel)
     rel.add_argument(
         "--wheel",
         action="append",
@@ -193,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope", choices=("per-stage", "pipeline", "diffusion", "env", "cli"), help="keep settings of this scope"
     )
     space.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+
+    from .factsverbs import add_arguments as facts_arguments
+
+    facts_arguments(verbs)
     return parser
 
 
@@ -619,6 +625,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     contexts = use_contexts(root, index)
     releases = []
     versions: dict[str, Path] = {}
+    trees = []
     for path in _wheel_files(args.wheel):
         tree = WheelTree(path)
         if tree.version in versions:
@@ -626,12 +633,24 @@ def cmd_releases(args: argparse.Namespace) -> int:
         versions[tree.version] = path
         require_cited(tree, [r.path for r in index.records])
         releases.append(release_of(index, tree, contexts))
+        trees.append(tree)
     found = matrix(index, releases)
     contents = {
         RELEASES_PATH: dump_json(found),
         RELEASES_SCHEMA_PATH: schema_json(),
         VERSIONS_PAGE: render_page(found, index, contexts),
     }
+    facts = release_facts(root, args, trees)
+    if facts is not None:
+        from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, facts_json
+        from .facts import schema_json as facts_schema
+        from .releasenotes import notes_pages
+        from .skill import markdown_files
+
+        counts = {r.version: r.counts for r in found.releases}
+        contents[FACTS_PATH] = facts_json(facts)
+        contents[FACTS_SCHEMA_PATH] = facts_schema()
+        contents.update(notes_pages(root, facts, markdown_files(root), counts))
     written = [] if args.dry_run else write_files(root, contents)
     data = {
         "verb": "releases",
@@ -642,6 +661,39 @@ def cmd_releases(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("releases", data, args.format))
     return 0
+
+
+def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> FactsFile | None:
+    """The facts of every wheel and of the pinned revision (read from --source when given, else kept
+    from the facts file the skill ships); None when the pin's facts cannot be had."""
+    from .facts import FACTS_PATH, PIN, EngineStamp, extract, load_facts, timeline
+    from .provenance import load_provenance
+
+    provenance = load_provenance(root)
+    if provenance is None:
+        raise UsageError(f"{root}: no provenance.json (run resolve first)")
+    stamps, per_engine = [], {}
+    for tree in trees:
+        stamps.append(EngineStamp(id=tree.version, date=tree.built()))
+        per_engine[tree.version] = extract(tree, tree.paths())
+    path = source_path(args.source)
+    if path is not None:
+        from .source import Source
+
+        source = Source(path, provenance.revision)
+        per_engine[PIN] = extract(source, sorted(source.tree))
+    else:
+        shipped = load_facts(root)
+        if shipped is None or shipped.revision != provenance.revision:
+            print(
+                f"omni-skill releases: {FACTS_PATH} not written: the pinned revision's facts need the engine "
+                f"(give --source or set {ENV_VAR})",
+                file=sys.stderr,
+            )
+            return None
+        per_engine[PIN] = shipped.at(PIN)
+    stamps.append(EngineStamp(id=PIN, date=provenance.commit_date, revision=provenance.revision))
+    return timeline(stamps, per_engine, provenance.revision)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -682,7 +734,21 @@ def cmd_lint_deploy(args: argparse.Namespace) -> int:
     return 1 if report.failed() else 0
 
 
+def cmd_facts(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_facts as run
+
+    return run(args, _root(args))
+
+
+def cmd_since(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_since as run
+
+    return run(args, _root(args))
+
+
 COMMANDS = {
+    "facts": cmd_facts,
+    "since": cmd_since,
     "install": cmd_install,
     "package": cmd_package,
     "check": cmd_check,
