@@ -437,6 +437,8 @@ def global_flags(command: ServeCommand | None, model: EngineModel) -> dict[str, 
             dest = model.flags[flag.flag].dest
         if dest in internal or dest not in (override_keys | set(model.engine_arg_fields)):
             continue
+        if dest in model.rejected_with_omni or (flag.flag in model.flags and dest not in override_keys):
+            continue  # refused outright, or an omni flag that is not a stage setting
         found[dest] = _scalar(flag.value) if flag.value is not None else True
     return found
 
@@ -1397,7 +1399,7 @@ def _placement(
                     "diffusion_world" if "sp" in layout.world_text else "devices",
                 )
         used = sorted({d for replica in per_replica for d in replica})
-        if visible is not None and same_device_pool or visible is not None:
+        if visible is not None and same_device_pool:  # platform sections: another machine's devices
             outside = [d for d in used if d >= visible]
             if outside and layout.devices is not None:
                 lint.add(
