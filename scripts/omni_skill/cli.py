@@ -181,6 +181,20 @@ def build_parser() -> argparse.ArgumentParser:
     find.add_argument(
         "--limit", type=_positive, default=20, metavar="N", help="sections to list, most central first (default: 20)"
     )
+    lint = verbs.add_parser(
+        "lint-deploy",
+        help="check a serve command and deploy file against your engine before you start it",
+        description='Check a deploy YAML (FILE or --deploy-config) and/or a serve command (--serve "CMD") against '
+        "the engine you run: flags, keys the engine drops, stage ids, devices and memory fractions, parallel sizes, "
+        "async_chunk, connectors, settings without effect. Each finding cites the engine code that makes it true. "
+        "Read-only; never imports the engine. Exit 1 on any error or warning.",
+    )
+    _common(lint, source=False, fmt=False)
+    lint.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    _engine_options(lint, release=True)
+    from .lint_options import add_arguments as lint_arguments
+
+    lint_arguments(lint)
 
     space = verbs.add_parser(
         "search-space",
@@ -743,6 +757,18 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lint_deploy(args: argparse.Namespace) -> int:
+    from .lint_deploy import lint_from_args, render_json, render_text
+    from .provenance import load_provenance
+
+    provenance = load_provenance(_root(args))
+    if provenance is None:
+        raise UsageError("the skill has no provenance.json: its pinned revision is unknown")
+    report = lint_from_args(args, provenance.repository, provenance.revision)
+    sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
+    return 1 if report.failed() else 0
+
+
 def cmd_facts(args: argparse.Namespace) -> int:
     from .factsverbs import cmd_facts as run
 
@@ -769,6 +795,7 @@ COMMANDS = {
     "search-space": cmd_search_space,
     "models": cmd_models,
     "find": cmd_find,
+    "lint-deploy": cmd_lint_deploy,
 }
 
 
