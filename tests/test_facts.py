@@ -228,3 +228,33 @@ def test_a_malformed_facts_file_is_one_line(skill, capsys):
 def test_unknown_kind_is_a_usage_error(skill, tmp_path, capsys, kind):
     root = shipped_skill(skill, tmp_path)
     assert main(["facts", "--root", str(root), "--kind", kind]) == 2
+
+
+def test_release_notes_list_what_differs_from_the_pin(skill, tmp_path):
+    from omni_skill.releasenotes import differences
+
+    loaded = load_facts(shipped_skill(skill, tmp_path))
+    assert loaded is not None
+    found = {d.name: d for d in differences(loaded, "1.0.0", {"init_timeout"})}
+    assert found["--init-timeout"].there == "= 300" and found["--init-timeout"].pinned == "= 600"
+    assert found["--init-timeout"].mentioned and not found["--stage-configs-path"].mentioned
+    assert found["--stage-configs-path"].pinned == "absent"
+    assert found["--deploy-config"].there == "absent"
+    assert "--mode" not in found  # the same in both
+
+
+def test_an_edited_release_notes_page_is_stale(skill, tmp_path):
+    from omni_skill.checks import check_release_notes
+    from omni_skill.releasenotes import NOTES_DIR, notes_pages
+    from omni_skill.skill import markdown_files
+
+    root = shipped_skill(skill, tmp_path)
+    loaded = load_facts(root)
+    assert loaded is not None
+    for rel, text in notes_pages(root, loaded, markdown_files(root), {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert check_release_notes(root) == []
+    page = root / NOTES_DIR / "1.0.0.md"
+    page.write_text(page.read_text(encoding="utf-8") + "edited\n", encoding="utf-8")
+    assert [f.kind for f in check_release_notes(root)] == ["release-notes-stale"]

@@ -582,9 +582,43 @@ def offline_checks(
         if (root / FACTS_PATH).exists():
             ran.append("facts")
             findings += check_facts(root, provenance.revision, release_versions(root))
+            findings += check_release_notes(root)
     findings += check_data_formats(root, collected.documents, catalogue)
     findings += check_evals(root, index)
     return Offline(findings, collected, ran)
+
+
+def check_release_notes(root: Path) -> list[Finding]:
+    """The per-release pages are the rendering of the shipped facts and the release matrix."""
+    from .facts import REFRESH, load_facts
+    from .releasenotes import NOTES_DIR, notes_pages
+    from .skill import markdown_files
+    from .versions import load_matrix
+
+    try:
+        facts, found = load_facts(root), load_matrix(root)
+    except (ValueError, UnicodeDecodeError):
+        return []  # reported by the facts and releases checks
+    if facts is None:
+        return []
+    counts = {r.version: r.counts for r in found.releases} if found else {}
+    expected = notes_pages(root, facts, markdown_files(root), counts)
+    findings = []
+    for rel, text in sorted(expected.items()):
+        page = root / rel
+        if not page.is_file() or page.read_text(encoding="utf-8") != text:
+            findings.append(
+                Finding(
+                    kind="release-notes-stale", file=rel, message=f"not the rendering of the facts: run `{REFRESH}`"
+                )
+            )
+    for page in sorted((root / NOTES_DIR).glob("*.md")) if (root / NOTES_DIR).is_dir() else []:
+        rel = page.relative_to(root).as_posix()
+        if rel not in expected:
+            findings.append(
+                Finding(kind="release-notes-stale", file=rel, message="a page for a release the facts do not have")
+            )
+    return findings
 
 
 def release_versions(root: Path) -> list[str] | None:

@@ -19,6 +19,7 @@ from .writes import ChangedMeanwhile
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .facts import FactsFile
     from .index import EvidenceIndex
     from .provenance import Provenance
     from .source import Source
@@ -623,8 +624,18 @@ def cmd_releases(args: argparse.Namespace) -> int:
         RELEASES_PATH: dump_json(found),
         RELEASES_SCHEMA_PATH: schema_json(),
         VERSIONS_PAGE: render_page(found, index, contexts),
-        **release_facts(root, args, trees),
     }
+    facts = release_facts(root, args, trees)
+    if facts is not None:
+        from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, facts_json
+        from .facts import schema_json as facts_schema
+        from .releasenotes import notes_pages
+        from .skill import markdown_files
+
+        counts = {r.version: r.counts for r in found.releases}
+        contents[FACTS_PATH] = facts_json(facts)
+        contents[FACTS_SCHEMA_PATH] = facts_schema()
+        contents.update(notes_pages(root, facts, markdown_files(root), counts))
     written = [] if args.dry_run else write_files(root, contents)
     data = {
         "verb": "releases",
@@ -637,11 +648,10 @@ def cmd_releases(args: argparse.Namespace) -> int:
     return 0
 
 
-def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> dict[str, str]:
-    """evidence/facts.json and its schema: the facts of every wheel and of the pinned revision (read
-    from --source when given, else kept from the facts file the skill ships)."""
-    from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, PIN, EngineStamp, extract, facts_json, load_facts, timeline
-    from .facts import schema_json as facts_schema
+def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> FactsFile | None:
+    """The facts of every wheel and of the pinned revision (read from --source when given, else kept
+    from the facts file the skill ships); None when the pin's facts cannot be had."""
+    from .facts import FACTS_PATH, PIN, EngineStamp, extract, load_facts, timeline
     from .provenance import load_provenance
 
     provenance = load_provenance(root)
@@ -665,11 +675,10 @@ def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) 
                 f"(give --source or set {ENV_VAR})",
                 file=sys.stderr,
             )
-            return {}
+            return None
         per_engine[PIN] = shipped.at(PIN)
     stamps.append(EngineStamp(id=PIN, date=provenance.commit_date, revision=provenance.revision))
-    facts = timeline(stamps, per_engine, provenance.revision)
-    return {FACTS_PATH: facts_json(facts), FACTS_SCHEMA_PATH: facts_schema()}
+    return timeline(stamps, per_engine, provenance.revision)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
