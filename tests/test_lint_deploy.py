@@ -776,3 +776,13 @@ def test_a_flag_an_earlier_release_had_is_named_removed(skill, engine_dir, tmp_p
     assert main(["lint-deploy", "--serve", serve, "--root", str(root)]) == 1
     out = capsys.readouterr().out
     assert "error: flag-removed: --old-knob is not a flag of this engine: it was removed after 1.0.0" in out
+
+
+def test_shipped_models_are_written_in_a_stable_order():
+    import json
+
+    from omni_skill.deploy_model import EngineModel
+    from omni_skill.lintmodels import entry_line
+
+    model = EngineModel(connectors=frozenset({"Zed", "Alpha", "Mid"}))
+    assert json.loads(entry_line("pin", model, {}))["model"]["connectors"] == ["Alpha", "Mid", "Zed"]

@@ -58,8 +58,19 @@ def entry_line(engine_id: str, model: Any, spans: dict[str, list[int]]) -> str:
 
     from .deploy_model import EngineModel
 
-    data = TypeAdapter(EngineModel).dump_python(model, mode="json")
+    data = _ordered(TypeAdapter(EngineModel).dump_python(model, mode="python"))
     return json.dumps({"engine": engine_id, "spans": spans, "model": data}, sort_keys=True, separators=(",", ":"))
+
+
+def _ordered(value: Any) -> Any:
+    """JSON-ready data in a stable order: sets sorted (their iteration order varies by run)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted((_ordered(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, (list, tuple)):
+        return [_ordered(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _ordered(v) for k, v in value.items()}
+    return value
 
 
 def dump(revision: str, entries: list[str]) -> str:
