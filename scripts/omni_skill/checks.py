@@ -583,6 +583,11 @@ def offline_checks(
             ran.append("facts")
             findings += check_facts(root, provenance.revision, release_versions(root))
             findings += check_release_notes(root)
+        from .lintmodels import LINT_MODELS_PATH, check_lint_models
+
+        if (root / LINT_MODELS_PATH).exists():
+            ran.append("lint-models")
+            findings += check_lint_models(root, provenance.revision, release_versions(root))
     findings += check_data_formats(root, collected.documents, catalogue)
     findings += check_evals(root, index)
     return Offline(findings, collected, ran)
