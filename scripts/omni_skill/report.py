@@ -7,7 +7,6 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from pydantic import BaseModel
 
 FORMATS = ("text", "json", "markdown")
 ENABLE = "give --source PATH or set VLLM_OMNI_SOURCE to an engine git repository"
@@ -22,7 +21,7 @@ _env = Environment(
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if hasattr(value, "model_dump"):  # a pydantic model (pydantic itself is not imported for plain data)
         return value.model_dump(mode="json")
     if is_dataclass(value) and not isinstance(value, type):
         return {k: _plain(v) for k, v in asdict(value).items()}
