@@ -133,15 +133,8 @@ def render_notes(
     counts: dict[str, int] | None,
     pinned: dict[tuple[str, str], Fact] | None = None,
 ) -> str:
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from .report import render_page
 
-    env = Environment(
-        loader=PackageLoader("omni_skill", "templates"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
     found = differences(facts, release, names, pinned)
     shown = [d for d in found if d.mentioned][:MAX_ROWS]
     by_kind: dict[str, int] = {}
@@ -150,7 +143,8 @@ def render_notes(
             by_kind[d.kind] = by_kind.get(d.kind, 0) + 1
     order = facts.order()
     stamp = {e.id: e for e in facts.engines}
-    return env.get_template("release-notes.md.j2").render(
+    return render_page(
+        "release-notes.md.j2",
         release=release,
         revision=facts.revision,
         release_date=stamp[release].date[:10],
@@ -178,14 +172,11 @@ def _cell_row(d: Difference) -> dict[str, str]:
 
 
 def render_index(facts: FactsFile) -> str:
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from .report import render_page
 
-    env = Environment(
-        loader=PackageLoader("omni_skill", "templates"), undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True
-    )
     releases = [e for e in facts.engines if e.id != PIN]
     pin = next(e for e in facts.engines if e.id == PIN)
-    return env.get_template("release-notes-index.md.j2").render(releases=releases, pin=pin).rstrip("\n") + "\n"
+    return render_page("release-notes-index.md.j2", releases=releases, pin=pin).rstrip("\n") + "\n"
 
 
 def notes_pages(root: Path, facts: FactsFile, pages: list[str], counts: dict[str, dict[str, int]]) -> dict[str, str]:

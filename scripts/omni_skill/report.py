@@ -45,6 +45,11 @@ def check_data(report: Any) -> dict[str, Any]:
     }
 
 
+def render_page(template: str, **data: Any) -> str:
+    """A generated page from its template (the same environment as the reports)."""
+    return _env.get_template(template).render(**data)
+
+
 def render(template: str, data: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(_plain(data), indent=2, ensure_ascii=False) + "\n"
