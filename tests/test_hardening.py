@@ -799,3 +799,190 @@ def test_the_tree_walk_finds_what_the_event_pass_finds():
     assert plain_document(texts[3])[0] is not None
     with_star = "a: &x 1\nb: *x\n"  # anchors possible: the event pass runs
     assert plain_document(with_star) == (None, yaml_problems(with_star))
+
+
+# --- round 2 (issue 19) ----------------------------------------------------------------------------
+
+# 1. the write journal is never trusted from the repository
+
+
+def _committed_journal(skill: Path, target: str, new_format: bool) -> tuple[Path, bytes]:
+    """A journal and its temporary as a hostile commit would bring them: the temporary is named
+    the way the tool names its own, and (new format) its hash is right."""
+    import hashlib
+
+    payload = b"#!/bin/sh\ntouch PWNED\n"
+    folder, _, name = target.rpartition("/")
+    temp = f"{folder}/.{name}.abc123xy.tmp" if folder else f".{name}.abc123xy.tmp"
+    (skill / temp).parent.mkdir(parents=True, exist_ok=True)
+    (skill / temp).write_bytes(payload)
+    if new_format:
+        entry = {"temp": temp, "target": target, "sha256": hashlib.sha256(payload).hexdigest()}
+        journal = {"version": 2, "renames": [entry]}
+    else:
+        journal = {"renames": [[temp, target]]}
+    (skill / ".omni-skill-write.json").write_text(json.dumps(journal))
+    return skill / target, payload
+
+
+@pytest.mark.parametrize("new_format", [False, True], ids=["pairs", "hashed"])
+@pytest.mark.parametrize("target", [".git/hooks/pre-commit", ".git/config", "scripts/omni_skill/x.py"])
+def test_a_committed_journal_is_refused_and_nothing_moves(pinned_skill, capsys, target, new_format):
+    skill, path = pinned_skill
+    (skill / ".git/hooks").mkdir(parents=True)
+    (skill / ".git/config").write_text("[core]\n")
+    victim, payload = _committed_journal(skill, target, new_format)
+    before = snapshot(skill)
+    for argv in (["resolve", "--source", str(path)], ["releases", "--wheel", str(skill)]):
+        capsys.readouterr()
+        assert main([*argv, "--root", str(skill)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "a write journal this tool will not complete" in err, err
+        assert snapshot(skill) == before
+    assert not victim.exists() or victim.read_bytes() != payload
+    code, out = check_out(skill, capsys)
+    assert code == 1 and ".omni-skill-write.json: write-journal-refused:" in out and "nothing was applied" in out
+
+
+def test_a_journal_whose_temporary_was_swapped_is_refused(pinned_skill, capsys):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    _committed_journal(skill, "references/branch/README.md", new_format=True)
+    (skill / "references/branch/.README.md.abc123xy.tmp").write_text("other content\n")
+    before = page.read_text()
+    capsys.readouterr()
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 2
+    assert "is not the content recorded for references/branch/README.md" in capsys.readouterr().err
+    assert page.read_text() == before
+
+
+def test_the_journal_is_ignored_by_git():
+    ignored = (Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+    assert ".omni-skill-write.json" in ignored
+
+
+# 2. skill files are regular files inside the skill, read with a bound
+
+
+def _special(path: Path, what: str, tmp_path: Path) -> None:
+    import os
+
+    path.unlink(missing_ok=True)
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "outside":
+        secret = tmp_path / "secret.md"
+        secret.write_text("# Secret\n\nTOKEN=hunter2\n")
+        path.symlink_to(secret)
+    else:
+        path.symlink_to(what)
+
+
+SPECIALS = ["/dev/zero", "/dev/urandom", "/proc/self/environ", "fifo", "outside"]
+SKILL_FILES = [
+    "SKILL.md",
+    "references/branch/README.md",
+    "references/branch/data.yaml",
+    "evidence/whole-definitions.yaml",
+]
+
+
+@pytest.mark.parametrize("rel", SKILL_FILES)
+@pytest.mark.parametrize("what", SPECIALS)
+def test_a_special_skill_file_is_a_finding(pinned_skill, tmp_path, capsys, rel, what):
+    skill, _ = pinned_skill
+    _special(skill / rel, what, tmp_path)
+    code, out = check_out(skill, capsys)
+    assert code == 1 and f"{rel}: file-unsafe:" in out, out
+    assert "hunter2" not in out
+
+
+@pytest.mark.parametrize("what", SPECIALS)
+def test_resolve_and_package_refuse_a_special_page(pinned_skill, tmp_path, capsys, what):
+    import zipfile
+
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    _special(page, what, tmp_path)
+    _with_scripts(skill)
+    for argv in (["resolve", "--source", str(path)], ["package", "--output", str(tmp_path / "p.skill")]):
+        capsys.readouterr()
+        assert main([*argv, "--root", str(skill)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "references/branch/README.md: file-unsafe:" in err, err
+    assert page.is_symlink() or what == "fifo"
+    assert not (tmp_path / "p.skill").exists() or "hunter2" not in str(zipfile.ZipFile(tmp_path / "p.skill").namelist())
+
+
+def test_a_references_folder_linked_out_of_the_skill_is_not_read(pinned_skill, tmp_path, capsys):
+    import shutil
+
+    skill, _ = pinned_skill
+    outside = tmp_path / "elsewhere"
+    shutil.move(skill / "references", outside)
+    (skill / "references").symlink_to(outside)
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "references/branch/README.md: file-unsafe: is a symbolic link out of the skill" in out
+
+
+def test_a_huge_references_tree_is_one_line(pinned_skill, capsys):
+    skill, _ = pinned_skill
+    many = skill / "references/many"
+    many.mkdir()
+    for n in range(20_001):
+        (many / f"{n}.txt").touch()
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "more than 20000 entries" in err
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_fifo_named_as_a_wheel_is_refused(pinned_skill, tmp_path, capsys, where):
+    import os
+
+    skill, _ = pinned_skill
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    fifo = folder / "vllm_omni-0.1.0-py3-none-any.whl"
+    os.mkfifo(fifo)
+    given = fifo if where == "file" else folder
+    for argv in (["releases", "--wheel", str(given)], ["drift", "--wheel", str(fifo)]):
+        capsys.readouterr()
+        assert main([*argv, "--root", str(skill)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not a regular file" in err, err
+
+
+# 5. an old git (no GIT_NO_LAZY_FETCH) never runs a transport the clone's own config allows
+
+
+@pytest.mark.parametrize("how", ["direct", "include"])
+def test_a_clone_that_allows_its_own_transports_still_runs_nothing(partial, tmp_path, capsys, monkeypatch, how):
+    from omni_skill import source
+
+    clone, skill, sha, marker = partial
+    # as on a git before 2.45.1, which does not know the variable
+    monkeypatch.setattr(
+        source, "SAFE_ENVIRONMENT", {k: v for k, v in source.SAFE_ENVIRONMENT.items() if k != "GIT_NO_LAZY_FETCH"}
+    )
+    allow = {("protocol", "allow"): "always"} | {(f'protocol "{n}"', "allow"): "always" for n in ("file", "ssh", "ext")}
+    if how == "direct":
+        set_config(clone, allow)
+    else:
+        included = tmp_path / "allow.gitconfig"
+        included.write_text("".join(f"[{section}]\n\t{key} = {value}\n" for (section, key), value in allow.items()))
+        set_config(clone, {("include", "path"): str(included)})
+    for argv, expected in source_verbs(clone, sha):
+        capsys.readouterr()
+        code = main([*argv, "--root", str(skill)])
+        assert not marker.exists(), argv
+        assert code == expected, (argv, capsys.readouterr().err)
+
+
+def test_the_advice_for_a_missing_blob_is_a_fresh_clone(partial, capsys):
+    clone, skill, _, _ = partial
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill), "--source", str(clone)]) == 2
+    err = capsys.readouterr().err
+    assert "git clone" in err and "fetch origin" not in err and f"git -C {clone}" not in err

@@ -635,8 +635,8 @@ def _wheel_files(given: list[Path]) -> list[Path]:
             if not wheels:
                 raise UsageError(f"{item}: no .whl files in this folder")
             found += wheels
-        elif item.is_file():
-            found.append(item)
+        elif item.exists():
+            found.append(item)  # a FIFO or device is refused when it is opened, without blocking
         else:
             raise UsageError(f"{item}: no such wheel or folder")
     seen: dict[Path, Path] = {}
@@ -781,10 +781,10 @@ def _internal(verb: str, exc: BaseException) -> int:
 
 
 def _after_interrupt(args: argparse.Namespace) -> str:
-    from .writes import JOURNAL, pending
+    from .writes import JOURNAL, journal_problem, pending
 
     root = args.root if args.root is not None else find_root()
-    if args.verb in WRITERS and pending(root):
+    if args.verb in WRITERS and not journal_problem(root) and pending(root):
         return f"the last renames of a write are recorded in {JOURNAL}: run the same command again to complete them"
     return "no write was left half-done"
 

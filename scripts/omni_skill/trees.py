@@ -9,16 +9,22 @@ so a file identical to the pinned one is recognised without parsing it.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from .errors import UsageError
 from .labels import LabelError, check_path
+from .safeio import ReadBudget, charge
 from .source import BlobError, TreeEntry
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # far above any engine source file; larger members are not read
+# Bytes one tree may hand out in total: a release's cited files are under 7 MB today.
+MAX_TREE_READ = 128 * 1024 * 1024
 WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-.*\.whl$")
 VERSION_LINE = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)
 
@@ -51,6 +57,7 @@ class FileTree:
         self._bytes: dict[str, bytes | None] = {}
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
+        self.read_total = 0
 
     @property
     def commit(self) -> str:
@@ -69,7 +76,16 @@ class FileTree:
 
     def _data(self, path: str) -> bytes | None:
         if path not in self._bytes:
-            data = self._bytes[path] = self._read(path)
+            data = self._read(path)
+            if data is not None:
+                self.read_total += len(data)
+                if self.read_total > MAX_TREE_READ:
+                    raise UsageError(f"{self.location}: its cited files hold over {MAX_TREE_READ} bytes; stopping")
+                try:
+                    charge(len(data), str(self.location))
+                except ReadBudget as exc:
+                    raise UsageError(str(exc)) from None
+            self._bytes[path] = data
             self._entries[path] = None if data is None else TreeEntry(path, "100644", blob_id(data))
         return self._bytes[path]
 
@@ -132,7 +148,7 @@ class WheelTree(FileTree):
 
     def __init__(self, path: Path):
         try:
-            self.zip = zipfile.ZipFile(path)
+            self.zip = zipfile.ZipFile(open_regular(path))
             infos = self.zip.infolist()
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise UsageError(f"{path}: not a readable wheel ({exc})") from None
@@ -191,6 +207,20 @@ class WheelTree(FileTree):
                 return stream.read(1024 * 1024).decode("utf-8", errors="replace")
         except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
             return None
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """A binary stream of a regular file, opened without blocking on a FIFO; UsageError otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UsageError(f"{path}: not a readable wheel ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
+        raise UsageError(f"{path}: not a readable wheel (not a regular file: {kind})")
+    return os.fdopen(fd, "rb")
 
 
 def require_cited(tree: FileTree, paths: list[str]) -> None:
