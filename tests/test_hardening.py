@@ -13,6 +13,7 @@ import pytest
 
 from conftest import CONFIG_PY, commit_files, make_skill, marker_program, set_config
 from omni_skill.cli import main
+from test_versions import pinned  # noqa: F401  (a fixture: a skill citing a fixture package)
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
@@ -986,3 +987,66 @@ def test_the_advice_for_a_missing_blob_is_a_fresh_clone(partial, capsys):
     assert main(["check", "--root", str(skill), "--source", str(clone)]) == 2
     err = capsys.readouterr().err
     assert "git clone" in err and "fetch origin" not in err and f"git -C {clone}" not in err
+
+
+# 3. a release is named by its wheel file; engine text reaches no terminal or page raw
+
+
+def _renamed_wheel(tmp_path: Path, metadata_version: str, file_version: str, **changes) -> Path:
+    from test_versions import make_wheel
+
+    built = make_wheel(tmp_path / "build", metadata_version, changes or None)
+    wheel = tmp_path / "wheels" / f"vllm_omni-{file_version}-py3-none-any.whl"
+    wheel.parent.mkdir(exist_ok=True)
+    built.rename(wheel)
+    return wheel
+
+
+def test_a_wheel_whose_metadata_contradicts_its_file_name_is_refused(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0", "2.0.0")
+    capsys.readouterr()
+    assert main(["releases", "--root", str(skill), "--wheel", str(wheel)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "METADATA says Version '1.0.0', its file name 2.0.0" in err, err
+    assert not (skill / "evidence/releases.json").exists()
+    assert main(["drift", "--root", str(skill), "--wheel", str(wheel), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["engine"]["version"] == "2.0.0"
+    assert "note: vllm_omni-2.0.0-py3-none-any.whl: its METADATA says Version '1.0.0'" in captured.err
+
+
+def test_pep440_spellings_of_one_version_agree(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0-RC.1", "1.0.0rc1")
+    capsys.readouterr()
+    assert main(["releases", "--root", str(skill), "--wheel", str(wheel), "--format", "json"]) == 0
+    assert [r["version"] for r in json.loads(capsys.readouterr().out)["releases"]] == ["1.0.0rc1"]
+
+
+def test_metadata_markup_and_escapes_reach_no_terminal(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0\x1b]0;owned\x07<!--", "1.0.0")
+    capsys.readouterr()
+    assert main(["releases", "--root", str(skill), "--wheel", str(wheel)]) == 2
+    assert main(["drift", "--root", str(skill), "--wheel", str(wheel)]) == 0
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out + captured.err and "\x07" not in captured.out + captured.err
+    assert "\\x1b]0;owned\\x07" in captured.err
+
+
+def test_show_escapes_engine_text_and_keeps_its_code_fence(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    from test_versions import CONFIG_PY, LABELS
+
+    hostile = CONFIG_PY.replace("MAX_STAGES = 8", "MAX_STAGES = 8  # \x1b[2J\x9b ```` <!--")
+    wheel = _renamed_wheel(tmp_path, "1.0.0", "1.0.0", **{"vllm_omni/config.py": hostile})
+    for fmt in ("text", "markdown", "json"):
+        capsys.readouterr()
+        main(["show", LABELS["const"], "--root", str(skill), "--wheel", str(wheel), "--format", fmt])
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x9b" not in out, fmt
+        if fmt == "markdown":
+            assert "`````python" in out and "<!--" in out  # inside a fence no line can close
+        if fmt == "json":
+            assert json.loads(out)["lines"][0]["text"].endswith("\x1b[2J\x9b ```` <!--")

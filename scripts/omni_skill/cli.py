@@ -551,6 +551,9 @@ def cmd_drift(args: argparse.Namespace) -> int:
     root = _root(args)
     index, provenance = _pinned_state(root)
     engine = _engine(args, index, args.revision)
+    if getattr(engine.files, "version_problem", ""):
+        problem = engine.files.version_problem  # type: ignore[union-attr]
+        print(f"omni-skill drift: note: {Path(engine.location).name}: {problem}", file=sys.stderr)
     if isinstance(engine.files, Source):
         old = _old_source(engine.files.path, provenance.revision)
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
@@ -663,6 +666,8 @@ def cmd_releases(args: argparse.Namespace) -> int:
     versions: dict[str, Path] = {}
     for path in _wheel_files(args.wheel):
         tree = WheelTree(path)
+        if tree.version_problem:
+            raise UsageError(f"{path}: {tree.version_problem} (a release is named by its wheel file)")
         if tree.version in versions:
             raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
         versions[tree.version] = path

@@ -186,7 +186,16 @@ def _byte(match: re.Match[str]) -> str:
 
 def markdown_inert(text: str) -> str:
     """`printable` text that cannot open an HTML comment or tag in generated Markdown."""
-    return printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return printable(text).replace("<", "&lt;")
+
+
+JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def json_inert(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with DEL, C1 controls and lone
+    surrogates written as \\u escapes: the same data, nothing a terminal acts on."""
+    return JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def control_characters(text: str) -> list[tuple[int, str]]:

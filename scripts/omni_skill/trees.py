@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from .errors import UsageError
 from .labels import LabelError, check_path
-from .safeio import ReadBudget, charge
+from .safeio import ReadBudget, charge, printable
 from .source import BlobError, TreeEntry
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # far above any engine source file; larger members are not read
@@ -169,7 +169,8 @@ class WheelTree(FileTree):
             for n in self.members
             if "/" in n and not n.split("/", 1)[0].endswith((".dist-info", ".data"))
         )
-        super().__init__(path, wheel_version(path, self), tops)
+        version, self.version_problem = wheel_version(path, self)
+        super().__init__(path, version, tops)
 
     def _read(self, path: str) -> bytes | None:
         info = self.members.get(path)
@@ -230,16 +231,72 @@ def require_cited(tree: FileTree, paths: list[str]) -> None:
         raise UsageError(f"{tree.location}: holds none of the cited folders ({', '.join(cited)})")
 
 
-def wheel_version(path: Path, wheel: WheelTree) -> str:
-    """The version in the wheel's METADATA, else in its file name."""
+PEP440 = re.compile(
+    r"^v?(?:(?P<epoch>[0-9]{1,6})!)?(?P<release>[0-9]{1,12}(?:\.[0-9]{1,12}){0,9})"
+    r"(?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>[0-9]{1,12})?)?"
+    r"(?:-(?P<post_n1>[0-9]{1,12})|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>[0-9]{1,12})?)?"
+    r"(?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>[0-9]{1,12})?)?"
+    r"(?:\+(?P<local>[a-z0-9]{1,40}(?:[-_.][a-z0-9]{1,40}){0,9}))?$",
+    re.IGNORECASE,
+)
+PRE_LETTERS = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "c": "rc", "rc": "rc", "pre": "rc", "preview": "rc"}
+
+
+def pep440(version: str) -> str | None:
+    """The PEP 440 normal form of a version (`1.0.0rc1`, `2!1.0.post2.dev3+cu121`), None when
+    it is not a valid version."""
+    found = PEP440.match(version.strip())
+    if not found:
+        return None
+    g = found.groupdict()
+    text = f"{int(g['epoch'])}!" if g["epoch"] and int(g["epoch"]) else ""
+    text += ".".join(str(int(part)) for part in g["release"].split("."))
+    if g["pre_l"]:
+        text += f"{PRE_LETTERS[g['pre_l'].lower()]}{int(g['pre_n'] or 0)}"
+    if g["post_n1"] or g["post_l"]:
+        text += f".post{int(g['post_n1'] or g['post_n2'] or 0)}"
+    if g["dev_l"]:
+        text += f".dev{int(g['dev_n'] or 0)}"
+    if g["local"]:
+        parts = re.split(r"[-_.]", g["local"].lower())
+        text += "+" + ".".join(str(int(p)) if p.isdigit() else p for p in parts)
+    return text
+
+
+def _same_version(a: str, b: str) -> bool:
+    """PEP 440 equality of two normal forms: trailing zeros of the release do not count."""
+
+    def key(version: str) -> tuple[str, str]:
+        head, _, local = version.partition("+")
+        found = re.match(r"^((?:\d+!)?)([\d.]+)(.*)$", head)
+        if not found:
+            return version, ""
+        release = re.sub(r"(?:\.0)+$", "", found.group(2))
+        return found.group(1) + release + found.group(3), local
+
+    return key(a) == key(b)
+
+
+def wheel_version(path: Path, wheel: WheelTree) -> tuple[str, str]:
+    """(release name, problem): the version in the wheel's file name, PEP 440 normalised, which its
+    METADATA must state too. The problem ("" when none) says where they disagree or what is
+    missing; the name is then the file name's version, else METADATA's, else "unknown"."""
     metadata = wheel.metadata()
     found = VERSION_LINE.search(metadata) if metadata else None
-    if found:
-        return found.group(1)
+    stated = found.group(1) if found else ""
     named = WHEEL_NAME.match(path.name)
-    if named:
-        return named.group("version")
-    raise UsageError(f"{path}: no version in its METADATA or its file name")
+    from_name = pep440(named.group("version")) if named else None
+    from_metadata = pep440(stated) if stated else None
+    if from_name is None:
+        shown = printable(stated)[:80]
+        why = "its file name carries no PEP 440 version (name-VERSION-tags.whl)"
+        return from_metadata or (shown if stated else "unknown"), why
+    if not stated:
+        return from_name, "its METADATA states no Version"
+    if from_metadata is None or not _same_version(from_name, from_metadata):
+        shown = printable(stated)[:80]
+        return from_name, f"its METADATA says Version '{shown}', its file name {from_name}"
+    return from_name, ""
 
 
 def folder_tree(path: Path, version: str | None = None) -> FolderTree:
