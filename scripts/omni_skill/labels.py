@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 PREFIX = "src:"
 LINE_RANGE = re.compile(r"^L(\d{1,9})(?:-L(\d{1,9}))?$")  # a line number has at most 9 digits
 PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:#[1-9][0-9]{0,5})?$")
-YAML_ANCHOR = re.compile(r"^(?:[^.\[\]\s]+|\[\d+\])(?:\.[^.\[\]\s]+|\[\d+\])*$")
+YAML_ANCHOR = re.compile(
+    r"^(?:[^.\[\]\s]+|\[\d{1,9}\])(?:\.[^.\[\]\s]+|\[\d{1,9}\])*$"
+)  # an index has at most 9 digits
 MD_ANCHOR = re.compile(r"^#[^\s#]+$")
 
 # `[text][src:...]` (full reference link) and `[src:...]: URL` (definition). CommonMark link
