@@ -1360,3 +1360,25 @@ def test_install_over_a_folder_that_holds_the_skill_is_refused(installable, tmp_
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds the skill being installed" in err, err
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("rel", "verb", "code", "text"),
+    [
+        ("references/architecture-search/search-space.yaml", "search-space", 1, "is not a regular file (a FIFO)"),
+        ("references/architecture-search/models.yaml", "models", 2, "is not a regular file (a FIFO)"),
+        ("evidence/index.schema.json", "check", 1, "evidence/index.schema.json: schema-stale"),
+    ],
+    ids=["search-space", "models", "schema"],
+)
+def test_a_fifo_among_the_data_a_verb_reads_alone_never_hangs(pinned_skill, capsys, rel, verb, code, text):
+    import os
+
+    skill, _ = pinned_skill
+    (skill / rel).parent.mkdir(parents=True, exist_ok=True)
+    (skill / rel).unlink(missing_ok=True)
+    os.mkfifo(skill / rel)
+    capsys.readouterr()
+    assert main([verb, "--root", str(skill)]) == code
+    captured = capsys.readouterr()
+    assert text in captured.out + captured.err, captured
