@@ -271,7 +271,7 @@ def test_drift_never_runs_programs_from_the_users_repository(pinned, capsys, tmp
 
 def test_drift_installed_without_package(pinned, capsys, monkeypatch):
     skill, _, _ = pinned
-    monkeypatch.setattr("omni_skill.cli.find_installed", lambda: None)
+    monkeypatch.setattr("omni_skill.engine.find_installed", lambda: None)
     assert main(["drift", "--root", str(skill), "--installed"]) == 2
     assert "no installed vllm_omni package found" in capsys.readouterr().err
 
@@ -309,7 +309,7 @@ def test_drift_installed_from_a_git_checkout(pinned, capsys, monkeypatch, tmp_pa
     skill, path, _ = pinned
     advance(path, {"pkg/config.py": CONFIG_PY.replace("    return timeout\n", "    return 0\n")})
     engine = InstalledEngine(location=path / "vllm_omni", version="9.9.9", git_dir=path, commit=None)
-    monkeypatch.setattr("omni_skill.cli.find_installed", lambda: engine)
+    monkeypatch.setattr("omni_skill.engine.find_installed", lambda: engine)
     assert main(["drift", "--root", str(skill), "--installed"]) == 1
     out = capsys.readouterr().out
     assert "(vllm-omni 9.9.9)" in out and "src:pkg/config.py::start" in out

@@ -8,7 +8,6 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from pydantic import BaseModel
 
 from .safeio import json_inert, markdown_inert, printable
 
@@ -25,7 +24,7 @@ _env = Environment(
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if hasattr(value, "model_dump"):  # a pydantic model (pydantic itself is not imported for plain data)
         return value.model_dump(mode="json")
     if is_dataclass(value) and not isinstance(value, type):
         return {k: _plain(v) for k, v in asdict(value).items()}
@@ -59,6 +58,12 @@ def _inert(value: Any, markdown: bool, code: bool = False) -> Any:
     if isinstance(value, list):
         return [_inert(v, markdown, code) for v in value]
     return value
+
+
+def render_page(template: str, **data: Any) -> str:
+    """A generated page from its template (the same environment as the reports); control
+    characters in its data are escaped (its Markdown cells are escaped by their makers)."""
+    return _env.get_template(template).render(**_inert(data, markdown=False))
 
 
 def render(template: str, data: dict[str, Any], fmt: str) -> str:

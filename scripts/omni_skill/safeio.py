@@ -149,6 +149,12 @@ def parse_json(data: bytes | str) -> Any:
         raise ValueError("nested too deeply to read") from None
 
 
+def read_text(path: Path, limit: int = MAX_JSON_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes: FileNotFoundError when absent,
+    UnsafeFile or UnicodeDecodeError (both ValueErrors) otherwise."""
+    return read_regular(path, limit).decode("utf-8")
+
+
 def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
     """A JSON file through the strict reader; FileNotFoundError when absent, ValueError otherwise."""
     try:

@@ -74,6 +74,10 @@ class FileTree:
     def _read(self, path: str) -> bytes | None:
         raise NotImplementedError
 
+    def paths(self) -> list[str]:
+        """Every file path the tree ships, sorted."""
+        raise NotImplementedError
+
     def _data(self, path: str) -> bytes | None:
         if path not in self._bytes:
             data = self._read(path)
@@ -122,6 +126,20 @@ class FolderTree(FileTree):
             tops = frozenset(p.name for p in root.iterdir() if not p.name.endswith(".dist-info"))
         super().__init__(root, version, tops)
 
+    def paths(self) -> list[str]:
+        found: list[str] = []
+        for top in sorted(self.tops):
+            base = self.location / top
+            if base.is_symlink() or not base.is_dir():
+                continue
+            for folder, dirs, files in os.walk(base):  # symbolic links to folders are not followed
+                dirs.sort()
+                rel = Path(folder).relative_to(self.location).as_posix()
+                found += [f"{rel}/{name}" for name in sorted(files)]
+                if len(found) > MAX_WALK:
+                    raise UsageError(f"{self.location}: more than {MAX_WALK} files; not an engine folder")
+        return sorted(found)
+
     def _read(self, path: str) -> bytes | None:
         if not self.ships(path):
             return None
@@ -139,6 +157,9 @@ class FolderTree(FileTree):
                 return stream.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise BlobError(f"cannot be read ({exc.strerror or exc})") from None
+
+
+MAX_WALK = 100_000  # files listed from a folder at most
 
 
 class WheelTree(FileTree):
@@ -172,6 +193,9 @@ class WheelTree(FileTree):
         version, self.version_problem = wheel_version(path, self)
         super().__init__(path, version, tops)
 
+    def paths(self) -> list[str]:
+        return sorted(n for n in self.members if self.ships(n))
+
     def _read(self, path: str) -> bytes | None:
         info = self.members.get(path)
         if info is None:
@@ -194,6 +218,11 @@ class WheelTree(FileTree):
         if len(data) > MAX_FILE_BYTES:
             raise BlobError(f"is larger than {MAX_FILE_BYTES} bytes in the wheel")
         return data
+
+    def built(self) -> str:
+        """The newest member date of the wheel (when it was built), as an ISO date-time."""
+        newest = max((info.date_time for info in self.members.values()), default=(1980, 1, 1, 0, 0, 0))
+        return "%04d-%02d-%02dT%02d:%02d:%02d" % newest  # noqa: UP031
 
     def metadata(self) -> str | None:
         found = [n for n in self.members if PurePosixPath(n).parent.name.endswith(".dist-info") and n.count("/") == 1]
