@@ -13,6 +13,7 @@ import pytest
 
 from conftest import CONFIG_PY, commit_files, make_skill, marker_program, set_config
 from omni_skill.cli import main
+from test_versions import pinned  # noqa: F401  (a fixture: a skill citing a fixture package)
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
@@ -799,3 +800,585 @@ def test_the_tree_walk_finds_what_the_event_pass_finds():
     assert plain_document(texts[3])[0] is not None
     with_star = "a: &x 1\nb: *x\n"  # anchors possible: the event pass runs
     assert plain_document(with_star) == (None, yaml_problems(with_star))
+
+
+# --- round 2 (issue 19) ----------------------------------------------------------------------------
+
+# 1. the write journal is never trusted from the repository
+
+
+def _committed_journal(skill: Path, target: str, new_format: bool) -> tuple[Path, bytes]:
+    """A journal and its temporary as a hostile commit would bring them: the temporary is named
+    the way the tool names its own, and (new format) its hash is right."""
+    import hashlib
+
+    payload = b"#!/bin/sh\ntouch PWNED\n"
+    folder, _, name = target.rpartition("/")
+    temp = f"{folder}/.{name}.abc123xy.tmp" if folder else f".{name}.abc123xy.tmp"
+    (skill / temp).parent.mkdir(parents=True, exist_ok=True)
+    (skill / temp).write_bytes(payload)
+    if new_format:
+        entry = {"temp": temp, "target": target, "sha256": hashlib.sha256(payload).hexdigest()}
+        journal = {"version": 2, "renames": [entry]}
+    else:
+        journal = {"renames": [[temp, target]]}
+    (skill / ".omni-skill-write.json").write_text(json.dumps(journal))
+    return skill / target, payload
+
+
+@pytest.mark.parametrize("new_format", [False, True], ids=["pairs", "hashed"])
+@pytest.mark.parametrize("target", [".git/hooks/pre-commit", ".git/config", "scripts/omni_skill/x.py"])
+def test_a_committed_journal_is_refused_and_nothing_moves(pinned_skill, capsys, target, new_format):
+    skill, path = pinned_skill
+    (skill / ".git/hooks").mkdir(parents=True)
+    (skill / ".git/config").write_text("[core]\n")
+    victim, payload = _committed_journal(skill, target, new_format)
+    before = snapshot(skill)
+    for argv in (["resolve", "--source", str(path)], ["releases", "--wheel", str(skill)]):
+        capsys.readouterr()
+        assert main([*argv, "--root", str(skill)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "a write journal this tool will not complete" in err, err
+        assert snapshot(skill) == before
+    assert not victim.exists() or victim.read_bytes() != payload
+    code, out = check_out(skill, capsys)
+    assert code == 1 and ".omni-skill-write.json: write-journal-refused:" in out and "nothing was applied" in out
+
+
+def test_a_journal_whose_temporary_was_swapped_is_refused(pinned_skill, capsys):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    _committed_journal(skill, "references/branch/README.md", new_format=True)
+    (skill / "references/branch/.README.md.abc123xy.tmp").write_text("other content\n")
+    before = page.read_text()
+    capsys.readouterr()
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 2
+    assert "is not the content recorded for references/branch/README.md" in capsys.readouterr().err
+    assert page.read_text() == before
+
+
+def test_the_journal_is_ignored_by_git():
+    ignored = (Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+    assert ".omni-skill-write.json" in ignored
+
+
+# 2. skill files are regular files inside the skill, read with a bound
+
+
+def _special(path: Path, what: str, tmp_path: Path) -> None:
+    import os
+
+    path.unlink(missing_ok=True)
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "outside":
+        secret = tmp_path / "secret.md"
+        secret.write_text("# Secret\n\nTOKEN=hunter2\n")
+        path.symlink_to(secret)
+    else:
+        path.symlink_to(what)
+
+
+SPECIALS = ["/dev/zero", "/dev/urandom", "/proc/self/environ", "fifo", "outside"]
+SKILL_FILES = [
+    "SKILL.md",
+    "references/branch/README.md",
+    "references/branch/data.yaml",
+    "evidence/whole-definitions.yaml",
+]
+
+
+@pytest.mark.parametrize("rel", SKILL_FILES)
+@pytest.mark.parametrize("what", SPECIALS)
+def test_a_special_skill_file_is_a_finding(pinned_skill, tmp_path, capsys, rel, what):
+    skill, _ = pinned_skill
+    _special(skill / rel, what, tmp_path)
+    code, out = check_out(skill, capsys)
+    assert code == 1 and f"{rel}: file-unsafe:" in out, out
+    assert "hunter2" not in out
+
+
+@pytest.mark.parametrize("what", SPECIALS)
+def test_resolve_and_package_refuse_a_special_page(pinned_skill, tmp_path, capsys, what):
+    import zipfile
+
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    _special(page, what, tmp_path)
+    _with_scripts(skill)
+    for argv in (["resolve", "--source", str(path)], ["package", "--output", str(tmp_path / "p.skill")]):
+        capsys.readouterr()
+        assert main([*argv, "--root", str(skill)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "references/branch/README.md: file-unsafe:" in err, err
+    assert page.is_symlink() or what == "fifo"
+    assert not (tmp_path / "p.skill").exists() or "hunter2" not in str(zipfile.ZipFile(tmp_path / "p.skill").namelist())
+
+
+def test_a_references_folder_linked_out_of_the_skill_is_not_read(pinned_skill, tmp_path, capsys):
+    import shutil
+
+    skill, _ = pinned_skill
+    outside = tmp_path / "elsewhere"
+    shutil.move(skill / "references", outside)
+    (skill / "references").symlink_to(outside)
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "references/branch/README.md: file-unsafe: is a symbolic link out of the skill" in out
+
+
+def test_a_huge_references_tree_is_one_line(pinned_skill, capsys):
+    skill, _ = pinned_skill
+    many = skill / "references/many"
+    many.mkdir()
+    for n in range(20_001):
+        (many / f"{n}.txt").touch()
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "more than 20000 entries" in err
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_fifo_named_as_a_wheel_is_refused(pinned_skill, tmp_path, capsys, where):
+    import os
+
+    skill, _ = pinned_skill
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    fifo = folder / "vllm_omni-0.1.0-py3-none-any.whl"
+    os.mkfifo(fifo)
+    given = fifo if where == "file" else folder
+    for argv in (["releases", "--wheel", str(given)], ["drift", "--wheel", str(fifo)]):
+        capsys.readouterr()
+        assert main([*argv, "--root", str(skill)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not a regular file" in err, err
+
+
+# 5. an old git (no GIT_NO_LAZY_FETCH) never runs a transport the clone's own config allows
+
+
+@pytest.mark.parametrize("how", ["direct", "include"])
+def test_a_clone_that_allows_its_own_transports_still_runs_nothing(partial, tmp_path, capsys, monkeypatch, how):
+    from omni_skill import source
+
+    clone, skill, sha, marker = partial
+    # as on a git before 2.45.1, which does not know the variable
+    monkeypatch.setattr(
+        source, "SAFE_ENVIRONMENT", {k: v for k, v in source.SAFE_ENVIRONMENT.items() if k != "GIT_NO_LAZY_FETCH"}
+    )
+    allow = {("protocol", "allow"): "always"} | {(f'protocol "{n}"', "allow"): "always" for n in ("file", "ssh", "ext")}
+    if how == "direct":
+        set_config(clone, allow)
+    else:
+        included = tmp_path / "allow.gitconfig"
+        included.write_text("".join(f"[{section}]\n\t{key} = {value}\n" for (section, key), value in allow.items()))
+        set_config(clone, {("include", "path"): str(included)})
+    for argv, expected in source_verbs(clone, sha):
+        capsys.readouterr()
+        code = main([*argv, "--root", str(skill)])
+        assert not marker.exists(), argv
+        assert code == expected, (argv, capsys.readouterr().err)
+
+
+def test_the_advice_for_a_missing_blob_is_a_fresh_clone(partial, capsys):
+    clone, skill, _, _ = partial
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill), "--source", str(clone)]) == 2
+    err = capsys.readouterr().err
+    assert "git clone" in err and "fetch origin" not in err and f"git -C {clone}" not in err
+
+
+# 3. a release is named by its wheel file; engine text reaches no terminal or page raw
+
+
+def _renamed_wheel(tmp_path: Path, metadata_version: str, file_version: str, **changes) -> Path:
+    from test_versions import make_wheel
+
+    built = make_wheel(tmp_path / "build", metadata_version, changes or None)
+    wheel = tmp_path / "wheels" / f"vllm_omni-{file_version}-py3-none-any.whl"
+    wheel.parent.mkdir(exist_ok=True)
+    built.rename(wheel)
+    return wheel
+
+
+def test_a_wheel_whose_metadata_contradicts_its_file_name_is_refused(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0", "2.0.0")
+    capsys.readouterr()
+    assert main(["releases", "--root", str(skill), "--wheel", str(wheel)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "METADATA says Version '1.0.0', its file name 2.0.0" in err, err
+    assert not (skill / "evidence/releases.json").exists()
+    assert main(["drift", "--root", str(skill), "--wheel", str(wheel), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["engine"]["version"] == "2.0.0"
+    assert "note: vllm_omni-2.0.0-py3-none-any.whl: its METADATA says Version '1.0.0'" in captured.err
+
+
+def test_pep440_spellings_of_one_version_agree(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0-RC.1", "1.0.0rc1")
+    capsys.readouterr()
+    assert main(["releases", "--root", str(skill), "--wheel", str(wheel), "--format", "json"]) == 0
+    assert [r["version"] for r in json.loads(capsys.readouterr().out)["releases"]] == ["1.0.0rc1"]
+
+
+def test_metadata_markup_and_escapes_reach_no_terminal(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0\x1b]0;owned\x07<!--", "1.0.0")
+    capsys.readouterr()
+    assert main(["releases", "--root", str(skill), "--wheel", str(wheel)]) == 2
+    assert main(["drift", "--root", str(skill), "--wheel", str(wheel)]) == 0
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out + captured.err and "\x07" not in captured.out + captured.err
+    assert "\\x1b]0;owned\\x07" in captured.err
+
+
+def test_show_escapes_engine_text_and_keeps_its_code_fence(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    from test_versions import CONFIG_PY, LABELS
+
+    hostile = CONFIG_PY.replace("MAX_STAGES = 8", "MAX_STAGES = 8  # \x1b[2J\x9b ```` <!--")
+    wheel = _renamed_wheel(tmp_path, "1.0.0", "1.0.0", **{"vllm_omni/config.py": hostile})
+    for fmt in ("text", "markdown", "json"):
+        capsys.readouterr()
+        main(["show", LABELS["const"], "--root", str(skill), "--wheel", str(wheel), "--format", fmt])
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x9b" not in out, fmt
+        if fmt == "markdown":
+            assert "`````python" in out and "<!--" in out  # inside a fence no line can close
+        if fmt == "json":
+            assert json.loads(out)["lines"][0]["text"].endswith("\x1b[2J\x9b ```` <!--")
+
+
+# 4. bounded reads: a total per wheel and per run, blob sizes before reading, the tree listing
+
+
+def test_a_wheel_over_its_total_read_budget_is_one_line(request, tmp_path, capsys, monkeypatch):
+    from omni_skill import trees
+
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0", "1.0.0")
+    monkeypatch.setattr(trees, "MAX_TREE_READ", 1000)  # each cited member is under the per-member cap
+    capsys.readouterr()
+    assert main(["drift", "--root", str(skill), "--wheel", str(wheel)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its cited files hold over 1000 bytes; stopping" in err
+
+
+@pytest.mark.parametrize("engine_kind", ["wheel", "git"])
+def test_a_run_over_its_read_budget_is_one_line(request, pinned_skill, tmp_path, capsys, monkeypatch, engine_kind):
+    from omni_skill import safeio
+
+    if engine_kind == "wheel":
+        skill = request.getfixturevalue("pinned")
+        argv = ["drift", "--root", str(skill), "--wheel", str(_renamed_wheel(tmp_path, "1.0.0", "1.0.0"))]
+    else:
+        skill, path = pinned_skill
+        argv = ["check", "--root", str(skill), "--source", str(path)]
+    monkeypatch.setattr(safeio, "MAX_RUN_READ", 1000)
+    monkeypatch.setattr(safeio, "_run_read", 0)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "this run has read over 1000 bytes of engine files" in err, err
+
+
+def test_a_huge_blob_is_never_read(engine, tmp_path, capsys, monkeypatch):
+    from omni_skill.source import Source
+
+    path, _ = engine
+    sha = commit_files(git.Repo(path), {"pkg/huge.py": "X = 1\n" + "#" * (9 * 1024 * 1024) + "\n"}, "huge")
+    skill = make_skill(tmp_path / "skill", "# Branch\n\nSee [x][src:pkg/huge.py::X].\n")
+    streamed: list[str] = []
+    real_init = Source.__init__
+
+    def spying_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        real_stream = self.repo.odb.stream
+        self.repo.odb.stream = lambda binsha: streamed.append(binsha.hex()) or real_stream(binsha)
+
+    monkeypatch.setattr(Source, "__init__", spying_init)
+    capsys.readouterr()
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 1
+    out = capsys.readouterr().out
+    assert "pkg/huge.py" in out and "is larger than 8388608 bytes" in out, out
+    huge = git.Repo(path).commit(sha).tree["pkg/huge.py"].hexsha
+    assert huge not in streamed
+
+
+def test_a_tree_listing_over_its_bound_is_one_line(pinned_skill, capsys, monkeypatch):
+    from omni_skill import source
+
+    skill, path = pinned_skill
+    monkeypatch.setattr(source, "MAX_TREE_LISTING", 100)
+    capsys.readouterr()
+    assert main(["check", "--root", str(skill), "--source", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lists over 100 bytes of paths" in err
+
+
+# 6. output never dies: stdout's encoding, a closed stdout, odd names, huge numbers, deep JSON
+
+
+def launcher(*argv: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    import os
+
+    full = {**os.environ, **(env or {})}
+    full.pop("VLLM_OMNI_SOURCE", None)
+    return subprocess.run([sys.executable, str(SCRIPTS / "omni-skill"), *argv], env=full, **kwargs)
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0"}])
+def test_a_non_ascii_finding_on_an_ascii_stdout(tmp_path, env):
+    skill = make_skill(tmp_path / "skill", "# Über\n\nSee [x][src:pkg/café.py::X] — ok.\n")
+    done = launcher("check", "--root", str(skill), env=env, capture_output=True)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stderr
+    assert b"src:pkg/caf\\xe9.py::X" in done.stdout
+
+
+def test_drift_of_a_non_ascii_heading_on_an_ascii_stdout(pinned_skill, tmp_path):
+    skill, path = pinned_skill
+    page = skill / "references/branch/README.md"
+    page.write_text(page.read_text().replace("# Branch", "# Branch\n\n## Größe"))
+    assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    done = launcher(
+        "drift", "--root", str(skill), "--source", str(path), env={"PYTHONIOENCODING": "ascii"}, capture_output=True
+    )
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert b"Gr\\xf6\\xdfe" in done.stdout
+
+
+@pytest.mark.parametrize("how", ["pipe", "closed"])
+def test_a_closed_stdout_is_quiet(pinned_skill, how):
+    import os
+
+    skill, _ = pinned_skill
+    if how == "pipe":
+        process = subprocess.Popen(
+            [sys.executable, str(SCRIPTS / "omni-skill"), "check", "--root", str(skill)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        process.stdout.close()  # the reader goes away before the report is written
+        err = process.stderr.read()
+        code = process.wait()
+    else:
+        done = launcher(
+            "check", "--root", str(skill), capture_output=False, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1)
+        )
+        err, code = done.stderr, done.returncode
+    assert err == b"", err
+    assert code in (0, 1)
+
+
+def test_a_page_name_that_is_not_utf8_is_a_finding(pinned_skill, capsys):
+    import os
+
+    skill, _ = pinned_skill
+    (skill / os.fsdecode(b"references/branch/bad-\xff.md")).write_text("# Bad\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "references/branch/bad-\\xff.md: encoding: the file name is not valid UTF-8" in out
+
+
+def test_a_list_index_of_thousands_of_digits_is_a_label_error(tmp_path, capsys):
+    skill = page_skill(tmp_path, "See [x][src:pkg/deploy.yaml::stages\\[" + "9" * 5000 + "\\].stage_id].\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "label-invalid" in out and "Traceback" not in out
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("rel", ["evidence/index.json", "provenance.json"])
+def test_deeply_nested_json_is_one_line(pinned_skill, capsys, rel):
+    skill, path = pinned_skill
+    (skill / rel).write_text(DEEP)
+    capsys.readouterr()
+    assert main(["drift", "--root", str(skill), "--source", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{rel}: nested too deeply to read" in err, err
+    code, out = check_out(skill, capsys)
+    assert code == 1 and f"{rel}: file-invalid: nested too deeply to read" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (DEEP, "nested too deeply to read"),
+        ('{"version": 1, "version": 1}', "key 'version' appears twice"),
+        ('{"version": ' + "1" * 5000 + "}", "a number of 5000 characters"),
+        ('{"version": NaN}', "NaN is not a JSON number"),
+    ],
+    ids=["deep", "duplicate", "huge-number", "nan"],
+)
+def test_drift_reads_releases_json_as_strictly_as_check(request, tmp_path, capsys, text, message):
+    skill = request.getfixturevalue("pinned")
+    wheel = _renamed_wheel(tmp_path, "1.0.0", "1.0.0")
+    (skill / "evidence/releases.json").write_text(text)
+    capsys.readouterr()
+    assert main(["drift", "--root", str(skill), "--wheel", str(wheel)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    code, out = check_out(skill, capsys)
+    assert code == 1 and message in out
+
+
+def test_releases_json_with_bad_bytes_is_one_line(request, tmp_path, capsys):
+    skill = request.getfixturevalue("pinned")
+    (skill / "evidence/releases.json").write_bytes(b'{"version": "\xff"}')
+    capsys.readouterr()
+    assert main(["drift", "--root", str(skill), "--wheel", str(_renamed_wheel(tmp_path, "1.0.0", "1.0.0"))]) == 2
+    assert "not valid UTF-8 (byte 13)" in capsys.readouterr().err
+
+
+def test_an_interrupt_while_the_report_is_printed_is_one_line(tmp_path):
+    """The launcher itself: an interrupt outside the verb's own handling leaves no traceback."""
+    script = (
+        "import sys, types, runpy\n"
+        "fake = types.ModuleType('omni_skill.cli')\n"
+        "def main():\n"
+        "    raise KeyboardInterrupt\n"
+        "fake.main = main\n"
+        f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+        "import omni_skill\n"
+        "sys.modules['omni_skill.cli'] = fake\n"
+        f"runpy.run_path({str(SCRIPTS / 'omni-skill')!r}, run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr == "omni-skill: interrupted\n", done.stderr
+
+
+# 7. control characters are findings; whole-definitions.yaml is pre-checked; package refuses a failing skill
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x1b", "\x07", "\x7f", "\x85", "\x9b"])
+@pytest.mark.parametrize("rel", ["SKILL.md", "references/branch/README.md", "references/branch/data.yaml"])
+def test_control_characters_in_skill_text_are_findings(pinned_skill, capsys, char, rel):
+    skill, _ = pinned_skill
+    path = skill / rel
+    text = path.read_text() if path.exists() else "a: 1\n"
+    path.write_text(text + f"# hidden{char}[8mtext\n")
+    line = (text + "x").count("\n") + 1
+    code, out = check_out(skill, capsys)
+    assert code == 1 and f"{rel}:{line}: control-character: control character \\x{ord(char):02x}" in out, out
+    assert char not in out
+
+
+def test_whole_definitions_that_are_not_utf8_are_a_finding(pinned_skill, capsys):
+    skill, _ = pinned_skill
+    (skill / "evidence/whole-definitions.yaml").write_bytes(b"src:x.py::Y: caf\xe9\n")
+    code, out = check_out(skill, capsys)
+    assert code == 1 and "evidence/whole-definitions.yaml:1: encoding: not valid UTF-8 (byte 16)" in out
+
+
+def test_package_refuses_a_skill_that_fails_check(installable, tmp_path, capsys):
+    (installable / ".omni-skill-write.json").write_text('{"renames": []}')
+    capsys.readouterr()
+    assert main(["package", "--root", str(installable), "--output", str(tmp_path / "v.skill")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the skill fails `omni-skill check`" in err and "write-journal-refused" in err
+    assert not (tmp_path / "v.skill").exists()
+
+
+# 8. smaller: old Python, ~ in --dest, interrupted installs, installing into the skill
+
+
+def test_an_old_python_is_named_as_the_problem():
+    script = (
+        "import sys, runpy\n"
+        "sys.version_info = (3, 9, 18, 'final', 0)\n"
+        f"sys.argv = ['omni-skill', 'check']\n"
+        f"runpy.run_path({str(SCRIPTS / 'omni-skill')!r}, run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "needs Python 3.10 or newer, this is Python 3.9" in done.stderr
+
+
+def test_install_dest_expands_the_home_folder(installable, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["install", "--root", str(installable), "--agent", "claude", "--dest=~/work"]) == 0
+    assert (tmp_path / "home/work/.claude/skills/vllm-omni/SKILL.md").is_file()
+    assert not (tmp_path / "~").exists()
+
+
+def test_an_interrupted_install_is_cleaned_up_by_the_next(installable, tmp_path, capsys):
+    base = tmp_path / "home/.claude/skills"
+    stale = base / ".vllm-omni.install-4194304-abcd1234"  # above the largest pid_max: no process has it
+    (stale / "references").mkdir(parents=True)
+    (stale / "SKILL.md").write_text("half a copy")
+    other = base / ".other-folder"
+    other.mkdir()
+    assert main(["install", "--root", str(installable), "--agent", "claude", "--dest", str(tmp_path / "home")]) == 0
+    assert sorted(p.name for p in base.iterdir()) == [".other-folder", "vllm-omni"]
+
+
+def test_a_killed_install_leaves_no_partial_copy(installable, tmp_path):
+    script = (
+        "import os, signal, sys, shutil\n"
+        f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+        "calls = []\n"
+        "real = shutil.copy2\n"
+        "def dying(*a, **k):\n"
+        "    calls.append(a)\n"
+        "    if len(calls) == 3:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(*a, **k)\n"
+        "shutil.copy2 = dying\n"
+        "from omni_skill.cli import main\n"
+        f"main(['install', '--root', {str(installable)!r}, '--agent', 'claude', '--dest', {str(tmp_path / 'home')!r}])\n"
+    )
+    assert subprocess.run([sys.executable, "-c", script]).returncode == -9
+    base = tmp_path / "home/.claude/skills"
+    assert not (base / "vllm-omni").exists()
+    assert main(["install", "--root", str(installable), "--agent", "claude", "--dest", str(tmp_path / "home")]) == 0
+    assert sorted(p.name for p in base.iterdir()) == ["vllm-omni"]
+
+
+def test_install_into_a_folder_inside_the_skill_is_refused(installable, capsys):
+    capsys.readouterr()
+    argv = ["install", "--root", str(installable), "--agent", "claude", "--scope", "project"]
+    assert main([*argv, "--dest", str(installable / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is inside the skill itself" in err, err
+    assert not (installable / "sub").exists()
+
+
+def test_install_over_a_folder_that_holds_the_skill_is_refused(installable, tmp_path, capsys):
+    import shutil
+
+    project = tmp_path / "project"
+    root = project / ".claude/skills/vllm-omni/source"
+    shutil.copytree(installable, root)
+    before = snapshot(root)
+    capsys.readouterr()
+    argv = ["install", "--root", str(root), "--agent", "claude", "--scope", "project", "--dest", str(project)]
+    assert main([*argv, "--force"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds the skill being installed" in err, err
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("rel", "verb", "code", "text"),
+    [
+        ("references/architecture-search/search-space.yaml", "search-space", 1, "is not a regular file (a FIFO)"),
+        ("references/architecture-search/models.yaml", "models", 2, "is not a regular file (a FIFO)"),
+        ("evidence/index.schema.json", "check", 1, "evidence/index.schema.json: schema-stale"),
+    ],
+    ids=["search-space", "models", "schema"],
+)
+def test_a_fifo_among_the_data_a_verb_reads_alone_never_hangs(pinned_skill, capsys, rel, verb, code, text):
+    import os
+
+    skill, _ = pinned_skill
+    (skill / rel).parent.mkdir(parents=True, exist_ok=True)
+    (skill / rel).unlink(missing_ok=True)
+    os.mkfifo(skill / rel)
+    capsys.readouterr()
+    assert main([verb, "--root", str(skill)]) == code
+    captured = capsys.readouterr()
+    assert text in captured.out + captured.err, captured

@@ -201,8 +201,13 @@ def load(root: Path, node: yaml.Node | None = None) -> Loaded:
     path = root / MODELS_PATH
     if not path.exists():
         return Loaded(None)
+    from .safeio import UnsafeFile, read_regular
+    from .skill import MAX_FILE_BYTES
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MAX_FILE_BYTES, root).decode("utf-8")
+    except UnsafeFile as exc:
+        return Loaded(None, findings=[Finding(kind="file-unsafe", file=MODELS_PATH, message=f"{exc}: not read")])
     except UnicodeDecodeError as exc:
         return Loaded(
             None,

@@ -29,8 +29,10 @@ from .provenance import PROVENANCE_PATH, Provenance, load_provenance
 from .skill import (
     REFERENCES,
     SKILL_FILE,
+    WHOLE_PATH,
     SkillLabels,
     collect,
+    control_findings,
     eval_files,
     read_once,
     read_text,
@@ -38,7 +40,7 @@ from .skill import (
     valid_labels,
 )
 from .source import BlobError, Source
-from .writes import JOURNAL, pending
+from .writes import JOURNAL, journal_problem, pending
 from .yamlcheck import construct, mapping, plain_data
 
 SOURCE_CHECKS = (
@@ -557,7 +559,10 @@ def offline_checks(
     ran = ["structure", "labels", "definitions", "data", "evals"]
     collected = collect(root)
     findings = check_structure(root, installed)
-    unfinished = pending(root)
+    refused = journal_problem(root)
+    if refused:
+        findings.append(Finding(kind="write-journal-refused", file=JOURNAL, message=refused.split(": ", 1)[1]))
+    unfinished = [] if refused else pending(root)
     if unfinished:
         findings.append(
             Finding(
@@ -567,7 +572,7 @@ def offline_checks(
                 "that was interrupted) to complete it",
             )
         )
-    findings += collected.findings
+    findings += collected.findings + control_findings(root)
     findings += check_definitions(collected)
     if index and provenance:
         ran += ["index", "spans"]
@@ -675,7 +680,6 @@ def check_test_map(data: object) -> list[Finding]:
 
 LONG_SPAN = 150  # lines; a longer citation must be a claim about the whole definition. To be lowered
 # (100, then about 60) once the pages are narrowed: benchmarks/long_spans.py lists what is over.
-WHOLE_PATH = "evidence/whole-definitions.yaml"
 
 
 def check_spans(root: Path, index: EvidenceIndex) -> list[Finding]:

@@ -550,13 +550,21 @@ def cmd_drift(args: argparse.Namespace) -> int:
     root = _root(args)
     index, provenance = _pinned_state(root)
     engine = _engine(args, index, args.revision)
+    if getattr(engine.files, "version_problem", ""):
+        problem = engine.files.version_problem  # type: ignore[union-attr]
+        print(f"omni-skill drift: note: {Path(engine.location).name}: {problem}", file=sys.stderr)
     if isinstance(engine.files, Source):
         old = _old_source(engine.files.path, provenance.revision)
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
         statuses: tuple[str, ...] = GIT_STATUSES
     else:
         contexts = use_contexts(root, index)
-        known = from_matrix(index, engine.files, load_matrix(root), contexts)
+        try:
+            recorded = load_matrix(root)
+        except ValueError as exc:
+            listed = "`omni-skill check` lists every problem"
+            raise UsageError(f"{_invalid(root / RELEASES_PATH, exc)} ({listed})") from None
+        known = from_matrix(index, engine.files, recorded, contexts)
         entries = known[1] if known else classify_tree(index, engine.files, contexts)
         statuses = TREE_STATUSES
     found = sections(entries)
@@ -634,8 +642,8 @@ def _wheel_files(given: list[Path]) -> list[Path]:
             if not wheels:
                 raise UsageError(f"{item}: no .whl files in this folder")
             found += wheels
-        elif item.is_file():
-            found.append(item)
+        elif item.exists():
+            found.append(item)  # a FIFO or device is refused when it is opened, without blocking
         else:
             raise UsageError(f"{item}: no such wheel or folder")
     seen: dict[Path, Path] = {}
@@ -663,6 +671,8 @@ def cmd_releases(args: argparse.Namespace) -> int:
     trees = []
     for path in _wheel_files(args.wheel):
         tree = WheelTree(path)
+        if tree.version_problem:
+            raise UsageError(f"{path}: {tree.version_problem} (a release is named by its wheel file)")
         if tree.version in versions:
             raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
         versions[tree.version] = path
@@ -706,6 +716,7 @@ def lint_models(root: Path, args: argparse.Namespace, trees: list[WheelTree], re
     from .deploy_model import build
     from .factkinds import PIN
     from .lintmodels import LINT_MODELS_PATH, dump, entry_line, spans_of
+    from .safeio import read_text as safe_read_text
 
     entries = []
     for tree in trees:
@@ -721,7 +732,7 @@ def lint_models(root: Path, args: argparse.Namespace, trees: list[WheelTree], re
     else:
         kept = [
             line.rstrip(",")
-            for line in (root / LINT_MODELS_PATH).read_text(encoding="utf-8").splitlines()[1:]
+            for line in safe_read_text(root / LINT_MODELS_PATH).splitlines()[1:]
             if f'"engine":"{PIN}"' in line
         ]
         entries += kept[:1]
@@ -779,9 +790,16 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_package(args: argparse.Namespace) -> int:
-    from .install import package
+    from .checks import run_check
+    from .install import package, runtime_files
 
     root = _root(args)
+    runtime_files(root)  # a symbolic link or a missing part first: that is what to fix
+    report = run_check(root, None, installed=False)  # a package is what `check` accepts, nothing less
+    if not report.ok:
+        first = report.findings[0].one_line()
+        more = f" (and {len(report.findings) - 1} more)" if len(report.findings) > 1 else ""
+        raise UsageError(f"{root}: the skill fails `omni-skill check`: {first}{more}; nothing was packaged")
     files = package(root, args.output)
     print(f"package: {args.output} holds {len(files)} files under vllm-omni/")
     return 0
@@ -834,6 +852,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The file formats are validated by the skill's own models alone: pydantic plugins installed
     # in the environment are not loaded (nor is every installed package's metadata scanned for them).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _safe_streams()
     try:
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
@@ -860,6 +879,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    except BrokenPipeError as exc:
+        if _stdout_closed():
+            return 1  # the reader went away (`| head`): nothing to say, and nowhere to say it
+        return _internal(args.verb, exc)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"omni-skill {args.verb}: error: {where}{_one_line(exc.strerror or str(exc))}", file=sys.stderr)
@@ -872,7 +895,45 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:2000]
+    from .safeio import printable
+
+    return printable(" ".join(text.split()))[:2000]
+
+
+def _safe_streams() -> None:
+    """Output never dies on the encoding of stdout or stderr (LANG=C, an ASCII or cp1252 console):
+    what they cannot encode is written as a backslash escape. A closed stream writes to nowhere."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives as long as the process)
+            continue
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout's reader is gone (a pipe without readers polls as an error); if so, stdout
+    goes to the null device from now on, so the interpreter's last flush does not complain either."""
+    try:
+        import select
+
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if not any(events & select.POLLERR for _, events in poller.poll(0)):
+            return False
+    except (AttributeError, ValueError, OSError):
+        pass  # no poll here, or no file behind stdout: take the broken pipe to be stdout's
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return True
 
 
 def _internal(verb: str, exc: BaseException) -> int:
@@ -885,10 +946,10 @@ def _internal(verb: str, exc: BaseException) -> int:
 
 
 def _after_interrupt(args: argparse.Namespace) -> str:
-    from .writes import JOURNAL, pending
+    from .writes import JOURNAL, journal_problem, pending
 
     root = args.root if args.root is not None else find_root()
-    if args.verb in WRITERS and pending(root):
+    if args.verb in WRITERS and not journal_problem(root) and pending(root):
         return f"the last renames of a write are recorded in {JOURNAL}: run the same command again to complete them"
     return "no write was left half-done"
 

@@ -54,24 +54,24 @@ def read_shipped(root: Any, wanted: Any = None) -> tuple[dict[str, Any], list[di
     """(head, timelines) of the shipped facts without pydantic: the head holds `revision` and
     `engines`; `wanted(line)` may skip a timeline's line before it is parsed (a cheap substring
     test), and every parsed one must have a kind, a name and eras."""
-    import json
+    from .safeio import parse_json, read_text
 
     path = root / FACTS_PATH
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except FileNotFoundError:
         raise FactsUnreadable(f"{path}: missing (run `omni-skill releases` to make it)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise FactsUnreadable(f"{path}: unreadable ({exc})") from None
     try:
-        head = json.loads(lines[0][: lines[0].index(', "facts": [')] + "}")
+        head = parse_json(lines[0][: lines[0].index(', "facts": [')] + "}")
         if not isinstance(head.get("engines"), list) or not isinstance(head.get("revision"), str):
             raise ValueError("no engines or revision")
         timelines = []
         for line in lines[1:]:
             if line in ("]}", "") or (wanted is not None and not wanted(line)):
                 continue
-            item = json.loads(line.rstrip(","))
+            item = parse_json(line.rstrip(","))
             if not (isinstance(item, dict) and {"kind", "name", "eras"} <= set(item)):
                 raise ValueError(f"a timeline without kind, name or eras: {line[:60]}")
             timelines.append(item)

@@ -756,12 +756,13 @@ def timeline(stamps: list[EngineStamp], per_engine: dict[str, list[Fact]], revis
 
 def load_facts(root: Any) -> FactsFile | None:
     """The shipped timeline, or None when the skill has none (read by the strict JSON reader)."""
-    from .index import strict_json
+    from .safeio import read_json
 
-    path = root / FACTS_PATH
-    if not path.is_file():
+    try:
+        data = read_json(root / FACTS_PATH)
+    except FileNotFoundError:
         return None
-    return FactsFile.model_validate(strict_json(path.read_text(encoding="utf-8")))
+    return FactsFile.model_validate(data)
 
 
 REFRESH = "omni-skill releases --wheel DIR --source ENGINE"

@@ -404,19 +404,18 @@ def _tests_entry(subsystem: SubsystemView, tests: list[Any], owner: bool) -> Dat
 def release_facts(root: Path, query: Query, limit: int = 6) -> list[DataEntry]:
     """What the engine states about the name at the pin and across releases, from
     `evidence/facts.json` (one timeline a line: only lines holding the name are parsed)."""
-    import json
-
     from .factkinds import FACTS_PATH, PIN, matches
+    from .safeio import parse_json, read_text
 
     if query.path:
         return []
     try:
-        lines = (root / FACTS_PATH).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = read_text(root / FACTS_PATH).splitlines()
+    except (OSError, ValueError):
         return []
     head = lines[0] if lines else ""
     try:  # the first line holds every field but the facts: `{…, "facts": [`
-        order = [str(e["id"]) for e in json.loads(head[: head.index(', "facts": [')] + "}").get("engines", [])]
+        order = [str(e["id"]) for e in parse_json(head[: head.index(', "facts": [')] + "}").get("engines", [])]
     except (ValueError, KeyError, TypeError, AttributeError):
         return []  # not a facts file as `releases` writes it (check reports it)
     needle = query.needle.replace("_", "")
@@ -425,7 +424,7 @@ def release_facts(root: Path, query: Query, limit: int = 6) -> list[DataEntry]:
         if needle not in line.lower().replace("_", "").replace("-", ""):
             continue
         try:
-            item = json.loads(line.rstrip(","))
+            item = parse_json(line.rstrip(","))
         except ValueError:
             continue
         if not isinstance(item, dict) or not matches(str(item.get("name", "")), query.text):

@@ -32,9 +32,13 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
 
 def stale_schema(root: Path, rel: str, expected: str, what: str, refresh: str) -> list[Finding]:
     """A published JSON Schema that is missing or differs from its model's."""
-    path = root / rel
-    if path.exists() and path.read_text(encoding="utf-8") == expected:
-        return []
+    from .safeio import UnsafeFile, read_regular
+
+    try:
+        if read_regular(root / rel, 4 * len(expected) + 4096, root) == expected.encode("utf-8"):
+            return []
+    except (OSError, UnsafeFile):
+        pass
     message = f"the published JSON Schema differs from the {what} model: run `{refresh}`"
     return [Finding(kind="schema-stale", file=rel, message=message)]
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .safeio import parse_json, read_json
+
 INDEX_PATH = "evidence/index.json"
 SCHEMA_PATH = "evidence/index.schema.json"
 REPOSITORY_URL = "https://github.com/vllm-project/vllm-omni"
@@ -76,21 +78,13 @@ def schema_json() -> str:
 
 
 def strict_json(text: str) -> Any:
-    """JSON data; ValueError when an object holds a key twice (json keeps the last one silently)."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        found = dict(items)
-        if len(found) != len(items):
-            seen: set[str] = set()
-            twice = next(k for k, _ in items if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-            raise ValueError(f"key {twice!r} appears twice in one object")
-        return found
-
-    return json.loads(text, object_pairs_hook=pairs)
+    """JSON data through the one strict reader (`safeio.parse_json`)."""
+    return parse_json(text)
 
 
 def load_index(root: Path) -> EvidenceIndex | None:
-    path = root / INDEX_PATH
-    if not path.exists():
+    try:
+        data = read_json(root / INDEX_PATH)
+    except FileNotFoundError:
         return None
-    return EvidenceIndex.model_validate(strict_json(path.read_text(encoding="utf-8")))
+    return EvidenceIndex.model_validate(data)

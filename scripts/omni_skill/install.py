@@ -47,7 +47,7 @@ def runtime_files(root: Path) -> list[str]:
 
 def destination(agent: str, scope: str, dest: Path | None) -> Path:
     """Where the skill folder goes. `dest` stands in for the home (user) or project folder."""
-    base = dest if dest is not None else (Path.home() if scope == "user" else Path.cwd())
+    base = dest.expanduser() if dest is not None else (Path.home() if scope == "user" else Path.cwd())
     return base / AGENT_DIRS[agent] / SKILL_NAME
 
 
@@ -60,8 +60,13 @@ def _installed_name(target: Path) -> str | None:
 
 def install(root: Path, target: Path, force: bool, dry_run: bool) -> list[str]:
     """Copy the runtime files into `target` as real files; refuse to replace another skill."""
-    if target.resolve() == root.resolve():
+    here, there = root.resolve(), target.resolve()
+    if there == here:
         raise UsageError(f"{target}: is the skill's own folder")
+    if there.is_relative_to(here):
+        raise UsageError(f"{target}: is inside the skill itself; install it somewhere else")
+    if here.is_relative_to(there):
+        raise UsageError(f"{target}: holds the skill being installed; install it somewhere else")
     files = runtime_files(root)
     if target.exists() and not force:
         name = _installed_name(target)
@@ -71,7 +76,8 @@ def install(root: Path, target: Path, force: bool, dry_run: bool) -> list[str]:
     if dry_run:
         return files
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    _remove_stale_staging(target)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_staging_prefix(target)}{os.getpid()}-"))
     old = target.parent / f".{target.name}.old"
     try:
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes it 0700: teammates must read a project install
@@ -88,6 +94,34 @@ def install(root: Path, target: Path, force: bool, dry_run: bool) -> list[str]:
         shutil.rmtree(staging, ignore_errors=True)
         _remove(old)
     return files
+
+
+def _staging_prefix(target: Path) -> str:
+    return f".{target.name}.install-"
+
+
+def _remove_stale_staging(target: Path) -> None:
+    """Remove the staging folders an interrupted install left beside the target: named by this
+    module (`.NAME.install-PID-XXXX`) for a process that no longer runs."""
+    prefix = _staging_prefix(target)
+    for sibling in target.parent.iterdir():
+        if not sibling.name.startswith(prefix) or sibling.is_symlink() or not sibling.is_dir():
+            continue
+        pid = sibling.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:
+        return True  # another user's process: leave it alone
+    return True
 
 
 def _remove(path: Path) -> None:

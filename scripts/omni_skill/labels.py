@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 PREFIX = "src:"
 LINE_RANGE = re.compile(r"^L(\d{1,9})(?:-L(\d{1,9}))?$")  # a line number has at most 9 digits
 PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:#[1-9][0-9]{0,5})?$")
-YAML_ANCHOR = re.compile(r"^(?:[^.\[\]\s]+|\[\d+\])(?:\.[^.\[\]\s]+|\[\d+\])*$")
+YAML_ANCHOR = re.compile(
+    r"^(?:[^.\[\]\s]+|\[\d{1,9}\])(?:\.[^.\[\]\s]+|\[\d{1,9}\])*$"
+)  # an index has at most 9 digits
 MD_ANCHOR = re.compile(r"^#[^\s#]+$")
 # `Symbol@L<a>` or `Symbol@L<a>-L<b>` in a Python file: lines of a definition counted from its first
 # line (1 = the first decorator or `def`/`class` line). The offsets are part of the identity: bump

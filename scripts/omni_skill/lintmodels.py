@@ -90,11 +90,13 @@ def engines(root: Path) -> list[str]:
 
 def _lines(root: Path) -> list[str]:
     path = root / LINT_MODELS_PATH
+    from .safeio import read_text
+
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_text(path).splitlines()
     except FileNotFoundError:
         raise UsageError(f"{path}: missing (run `omni-skill releases` to make it)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: unreadable ({exc})") from None
 
 
@@ -103,10 +105,11 @@ def load(root: Path, engine_id: str) -> tuple[Any, dict[str, list[int]], str]:
     from pydantic import TypeAdapter, ValidationError
 
     from .deploy_model import EngineModel
+    from .safeio import parse_json
 
     lines = _lines(root)
     try:
-        revision = str(json.loads(lines[0][: lines[0].index(', "engines": [')] + "}")["revision"])
+        revision = str(parse_json(lines[0][: lines[0].index(', "engines": [')] + "}")["revision"])
     except (IndexError, ValueError, KeyError, TypeError):
         raise UsageError(f"{root / LINT_MODELS_PATH}: not a lint-models file") from None
     marker = f'"engine":"{engine_id}"'
@@ -114,7 +117,7 @@ def load(root: Path, engine_id: str) -> tuple[Any, dict[str, list[int]], str]:
         if marker not in line:
             continue
         try:
-            item = json.loads(line.rstrip(","))
+            item = parse_json(line.rstrip(","))
             model = TypeAdapter(EngineModel).validate_python(item["model"])
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
             message = str(exc).splitlines()[0]

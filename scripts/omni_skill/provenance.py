@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .index import REPOSITORY_URL, strict_json
+from .index import REPOSITORY_URL
+from .safeio import read_json
 from .source import BlobError, Source
 
 PROVENANCE_PATH = "provenance.json"
@@ -46,10 +47,11 @@ class Provenance(BaseModel):
 
 
 def load_provenance(root: Path) -> Provenance | None:
-    path = root / PROVENANCE_PATH
-    if not path.exists():
+    try:
+        data = read_json(root / PROVENANCE_PATH)
+    except FileNotFoundError:
         return None
-    return Provenance.model_validate(strict_json(path.read_text(encoding="utf-8")))
+    return Provenance.model_validate(data)
 
 
 def companion_requirement(source: Source) -> Companion | None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from .safeio import json_inert, markdown_inert, printable
 
 FORMATS = ("text", "json", "markdown")
 ENABLE = "give --source PATH or set VLLM_OMNI_SOURCE to an engine git repository"
@@ -45,13 +48,31 @@ def check_data(report: Any) -> dict[str, Any]:
     }
 
 
+def _inert(value: Any, markdown: bool, code: bool = False) -> Any:
+    """Every string with its control characters escaped; in Markdown (outside a code block) no
+    `<` that could open an HTML comment or tag. The text comes from engine files and wheels too."""
+    if isinstance(value, str):
+        return markdown_inert(value) if markdown and not code else printable(value)
+    if isinstance(value, dict):
+        return {k: _inert(v, markdown, code or (markdown and k == "lines")) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_inert(v, markdown, code) for v in value]
+    return value
+
+
 def render_page(template: str, **data: Any) -> str:
-    """A generated page from its template (the same environment as the reports)."""
-    return _env.get_template(template).render(**data)
+    """A generated page from its template (the same environment as the reports); control
+    characters in its data are escaped (its Markdown cells are escaped by their makers)."""
+    return _env.get_template(template).render(**_inert(data, markdown=False))
 
 
 def render(template: str, data: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(_plain(data), indent=2, ensure_ascii=False) + "\n"
+        return json_inert(json.dumps(_plain(data), indent=2, ensure_ascii=False)) + "\n"
     suffix = "md" if fmt == "markdown" else "txt"
-    return _env.get_template(f"{template}.{suffix}.j2").render(**_plain(data))
+    plain = _inert(_plain(data), fmt == "markdown")
+    if fmt == "markdown":  # a fence no cited line can close
+        runs = [len(run) for line in plain.get("lines", []) for run in re.findall("`+", line["text"])]
+        longest = max(runs, default=0)
+        plain["fence"] = "`" * max(3, longest + 1)
+    return _env.get_template(f"{template}.{suffix}.j2").render(**plain)

@@ -18,14 +18,21 @@ SEARCH_SPACE_PATH = "references/architecture-search/search-space.yaml"
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion", "all")
 
 
+MAX_DATA_BYTES = 1024 * 1024  # as for every skill file (skill.MAX_FILE_BYTES)
+
+
 def read_search_space(root: Path) -> tuple[Any, tuple[int, str] | None]:
     """The file's YAML data, or (None, (line, why)) when it cannot be read as plain data (line 0
     when unknown). (None, None) when the skill has no search space."""
     path = root / SEARCH_SPACE_PATH
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None, None
+    from .safeio import UnsafeFile, read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MAX_DATA_BYTES, root).decode("utf-8")
+    except UnsafeFile as exc:
+        return None, (0, f"{exc}: not read")
     except UnicodeDecodeError as exc:
         return None, (0, f"not valid UTF-8 (byte {exc.start})")
     data, problems = plain_data(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ import yaml
 
 from .errors import UsageError
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
+from .safeio import SURROGATE, UnsafeFile, control_characters, printable, read_regular, regular_problem
 from .yamlcheck import construct, mapping, plain_document
 
 if TYPE_CHECKING:
@@ -24,15 +26,32 @@ EVALS = "evals"
 PYTEST_RE = re.compile(r"^\s*(?:\$\s+)?(?:python3?\s+-m\s+)?pytest\s+(.*)$")
 
 
+MAX_WALK_ENTRIES = 20_000  # files and folders under references/; the skill has about a hundred
+
+
+def _walk(root: Path, top: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Relative paths of the files under `top` ending in one of `suffixes`, sorted; folder links
+    are not followed, and a walk of more than MAX_WALK_ENTRIES entries is a usage error."""
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root / top):
+        seen += len(dirs) + len(files)
+        if seen > MAX_WALK_ENTRIES:
+            raise UsageError(f"{root / top}: more than {MAX_WALK_ENTRIES} entries; a skill holds far fewer")
+        dirs.sort()
+        for name in files:
+            if name.endswith(suffixes):
+                found.append((Path(folder) / name).relative_to(root).as_posix())
+    return sorted(found)
+
+
 def markdown_files(root: Path) -> list[str]:
-    files = [SKILL_FILE] if (root / SKILL_FILE).exists() else []
-    files += sorted(p.relative_to(root).as_posix() for p in (root / REFERENCES).rglob("*.md"))
-    return files
+    files = [SKILL_FILE] if (root / SKILL_FILE).exists() or (root / SKILL_FILE).is_symlink() else []
+    return files + _walk(root, REFERENCES, (".md",))
 
 
 def data_files(root: Path) -> list[str]:
-    found = [*(root / REFERENCES).rglob("*.yaml"), *(root / REFERENCES).rglob("*.yml")]
-    return sorted(p.relative_to(root).as_posix() for p in found)
+    return _walk(root, REFERENCES, (".yaml", ".yml"))
 
 
 def eval_files(root: Path) -> list[str]:
@@ -40,23 +59,37 @@ def eval_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in found)
 
 
-MAX_FILE_BYTES = 1024 * 1024  # a page or data file; the largest today is about 60 kB
+MAX_FILE_BYTES = 1024 * 1024  # a page or data file; the largest today is about 120 kB
+WHOLE_PATH = "evidence/whole-definitions.yaml"
 
 
 def unreadable_files(root: Path) -> list[Finding]:
-    """Pages, data and eval files that are too large or not UTF-8: every other check reads them,
-    so these are reported alone (file and line of the first bad byte)."""
+    """Pages, data and eval files (and the list of whole-definition citations) that are not regular
+    files inside the skill, too large, named or written in something other than UTF-8: every other
+    check reads them, so these are reported alone (file and line of the first bad byte)."""
     from .findings import Finding  # pydantic: imported only where a finding is made
 
     findings: list[Finding] = []
-    for rel in [*markdown_files(root), *data_files(root), *eval_files(root)]:
+    extra = [WHOLE_PATH] if (root / WHOLE_PATH).exists() or (root / WHOLE_PATH).is_symlink() else []
+    for rel in [*markdown_files(root), *data_files(root), *eval_files(root), *extra]:
         path = root / rel
+        if SURROGATE.search(rel):
+            findings.append(Finding(kind="encoding", file=printable(rel), message="the file name is not valid UTF-8"))
+            continue
+        problem = regular_problem(path, root)
+        if problem:
+            findings.append(Finding(kind="file-unsafe", file=printable(rel), message=f"{problem}: not read"))
+            continue
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             message = f"{size} bytes, over the {MAX_FILE_BYTES} a skill file may have"
             findings.append(Finding(kind="size-budget", file=rel, message=message))
             continue
-        data = path.read_bytes()
+        try:
+            data = read_regular(path, MAX_FILE_BYTES, root)
+        except (UnsafeFile, OSError) as exc:
+            findings.append(Finding(kind="file-unsafe", file=printable(rel), message=f"{exc}: not read"))
+            continue
         try:
             text = data.decode("utf-8")
             if _read is not None:
@@ -66,6 +99,24 @@ def unreadable_files(root: Path) -> list[Finding]:
             findings.append(
                 Finding(kind="encoding", file=rel, line=line, message=f"not valid UTF-8 (byte {exc.start})")
             )
+    return findings
+
+
+def control_findings(root: Path) -> list[Finding]:
+    """A control character (NUL, ESC, BEL, the other C0 but tab, newline and carriage return, DEL,
+    C1) in SKILL.md, a page, a data or eval file: the first on each line, with its line."""
+    from .findings import Finding
+
+    findings: list[Finding] = []
+    extra = [WHOLE_PATH] if (root / WHOLE_PATH).exists() else []
+    for rel in [*markdown_files(root), *data_files(root), *eval_files(root), *extra]:
+        try:
+            text = read_text(root, rel)
+        except UsageError:
+            continue  # reported by unreadable_files
+        for line, char in control_characters(text):
+            message = f"control character {char}: write it out or remove it (it can hide text from a reader)"
+            findings.append(Finding(kind="control-character", file=rel, line=line, message=message))
     return findings
 
 
@@ -89,9 +140,11 @@ def read_text(root: Path, rel: str) -> str:
     if _read is not None and path in _read:
         return _read[path]
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MAX_FILE_BYTES, root).decode("utf-8")
+    except UnsafeFile as exc:
+        raise UsageError(f"{printable(rel)}: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{rel}: not valid UTF-8 (byte {exc.start})") from None
+        raise UsageError(f"{printable(rel)}: not valid UTF-8 (byte {exc.start})") from None
     if _read is not None:
         _read[path] = text
     return text

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .errors import UsageError
+from .safeio import ReadBudget, charge
 
 if TYPE_CHECKING:
     import git
@@ -21,23 +22,33 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 # Settings that would make git run programs named in a repository's own configuration. No
 # transport may run at all (a partial clone would otherwise fetch missing objects through the
-# repository's own remote settings: core.sshCommand, core.gitProxy, remote.*.uploadpack).
+# repository's own remote settings: core.sshCommand, core.gitProxy, remote.*.uploadpack). A git
+# older than 2.45.1 ignores GIT_NO_LAZY_FETCH, and there a repository's own
+# `protocol.<name>.allow=always` (directly or through include.path) outranks `protocol.allow=never`:
+# so every transport is also switched off by name on the command line (which outranks every file),
+# and GIT_ALLOW_PROTOCOL, which outranks all protocol configuration, allows none.
+TRANSPORTS = ("file", "git", "ssh", "http", "https", "ext", "fd", "ftp", "ftps", "rsync")
 SAFE_CONFIG = (
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "diff.external=",
     "core.pager=cat",
     "protocol.allow=never",
-    "protocol.ext.allow=never",
+    *(f"protocol.{name}.allow=never" for name in TRANSPORTS),
     "credential.helper=",
     "core.askPass=",
+    "core.sshCommand=false",
 )
 SAFE_ENVIRONMENT = {
     "GIT_NO_LAZY_FETCH": "1",  # never fetch a missing object of a partial clone
+    "GIT_ALLOW_PROTOCOL": "omni-skill-none",  # no transport is allowed (an unknown protocol name)
+    "GIT_PROTOCOL_FROM_USER": "0",
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_OPTIONAL_LOCKS": "0",
 }
+MAX_BLOB_BYTES = 8 * 1024 * 1024  # far above any engine source file; a larger blob is not read
+MAX_TREE_LISTING = 64 * 1024 * 1024  # bytes of `ls-tree -r`: about 300 kB at the pin
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,25 @@ class Source:
         command = ["git", "--git-dir", str(self.repo.git_dir), *config, *args]
         return str(self.repo.git.execute(command, strip_newline_in_stdout=False))
 
+    def _bounded(self, *args: str) -> str:
+        """The output of a git command that may be huge (a tree of a crafted commit lists
+        exponentially many paths): at most MAX_TREE_LISTING bytes, else UsageError."""
+        config: list[str] = []
+        for item in SAFE_CONFIG:
+            config += ["-c", item]
+        command = ["git", "--git-dir", str(self.repo.git_dir), *config, *args]
+        process = self.repo.git.execute(command, as_process=True)
+        proc = process.proc
+        assert proc is not None and proc.stdout is not None
+        data = proc.stdout.read(MAX_TREE_LISTING + 1)
+        if len(data) > MAX_TREE_LISTING:
+            proc.kill()
+            proc.wait()
+            too_many = f"lists over {MAX_TREE_LISTING} bytes of paths"
+            raise UsageError(f"{self.path}: the tree of {self.commit[:12]} {too_many}")
+        process.wait()
+        return data.decode("utf-8", "surrogateescape")
+
     def resolve(self, revision: str) -> str:
         """Full SHA of the commit a revision names; UsageError when the repository lacks it."""
         from git.exc import GitCommandError
@@ -139,8 +169,9 @@ class Source:
         """Why an object is not here: a partial clone is never fetched from (that would run the
         repository's own transport settings)."""
         return (
-            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetch the revision first "
-            f"(git -C {self.path} fetch origin {self.commit}, or check it out once)"
+            f"{self.path}: {what} is not in this clone, and nothing is fetched for you: fetching here would run "
+            f"this clone's own transport settings, so clone the engine afresh from a URL you trust (git clone "
+            f"https://github.com/vllm-project/vllm-omni) and give that clone as --source"
         )
 
     @property
@@ -159,7 +190,7 @@ class Source:
             from git.exc import GitCommandError
 
             try:
-                listing = self.git("ls-tree", "-r", "-z", "--full-tree", self.commit)
+                listing = self._bounded("ls-tree", "-r", "-z", "--full-tree", self.commit)
             except GitCommandError:
                 raise UsageError(self.absent(f"the tree of {self.commit[:12]}")) from None
             entries: dict[str, TreeEntry] = {}
@@ -187,7 +218,14 @@ class Source:
         if entry.is_submodule:
             raise BlobError("is a submodule entry at the revision, not a file")
         try:
-            data = self.repo.odb.stream(bytes.fromhex(entry.sha)).read()
+            binsha = bytes.fromhex(entry.sha)
+            size = self.repo.odb.info(binsha).size  # the header alone: a huge blob is never read
+            if size > MAX_BLOB_BYTES:
+                raise BlobError(f"is larger than {MAX_BLOB_BYTES} bytes")
+            charge(size, f"{self.path}: {path}")
+            data = self.repo.odb.stream(binsha).read()
+        except ReadBudget as exc:
+            raise UsageError(str(exc)) from None
         except (ValueError, OSError) as exc:  # `cat-file --batch` answers "missing" (gitdb's BadObject is a ValueError)
             raise UsageError(self.absent(f"{path} (blob {entry.sha[:12]})")) from exc
         if b"\0" in data:

@@ -11,15 +11,20 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from .errors import UsageError
 from .labels import LabelError, check_path
+from .safeio import ReadBudget, charge, printable
 from .source import BlobError, TreeEntry
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # far above any engine source file; larger members are not read
+# Bytes one tree may hand out in total: a release's cited files are under 7 MB today.
+MAX_TREE_READ = 128 * 1024 * 1024
 WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-.*\.whl$")
 VERSION_LINE = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)
 
@@ -52,6 +57,7 @@ class FileTree:
         self._bytes: dict[str, bytes | None] = {}
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
+        self.read_total = 0
 
     @property
     def commit(self) -> str:
@@ -74,7 +80,16 @@ class FileTree:
 
     def _data(self, path: str) -> bytes | None:
         if path not in self._bytes:
-            data = self._bytes[path] = self._read(path)
+            data = self._read(path)
+            if data is not None:
+                self.read_total += len(data)
+                if self.read_total > MAX_TREE_READ:
+                    raise UsageError(f"{self.location}: its cited files hold over {MAX_TREE_READ} bytes; stopping")
+                try:
+                    charge(len(data), str(self.location))
+                except ReadBudget as exc:
+                    raise UsageError(str(exc)) from None
+            self._bytes[path] = data
             self._entries[path] = None if data is None else TreeEntry(path, "100644", blob_id(data))
         return self._bytes[path]
 
@@ -154,7 +169,7 @@ class WheelTree(FileTree):
 
     def __init__(self, path: Path):
         try:
-            self.zip = zipfile.ZipFile(path)
+            self.zip = zipfile.ZipFile(open_regular(path))
             infos = self.zip.infolist()
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise UsageError(f"{path}: not a readable wheel ({exc})") from None
@@ -175,7 +190,8 @@ class WheelTree(FileTree):
             for n in self.members
             if "/" in n and not n.split("/", 1)[0].endswith((".dist-info", ".data"))
         )
-        super().__init__(path, wheel_version(path, self), tops)
+        version, self.version_problem = wheel_version(path, self)
+        super().__init__(path, version, tops)
 
     def paths(self) -> list[str]:
         return sorted(n for n in self.members if self.ships(n))
@@ -223,6 +239,20 @@ class WheelTree(FileTree):
             return None
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """A binary stream of a regular file, opened without blocking on a FIFO; UsageError otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UsageError(f"{path}: not a readable wheel ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
+        raise UsageError(f"{path}: not a readable wheel (not a regular file: {kind})")
+    return os.fdopen(fd, "rb")
+
+
 def require_cited(tree: FileTree, paths: list[str]) -> None:
     """A tree that ships none of the cited paths is not this engine: one line naming them."""
     if not any(tree.ships(path) for path in paths):
@@ -230,16 +260,72 @@ def require_cited(tree: FileTree, paths: list[str]) -> None:
         raise UsageError(f"{tree.location}: holds none of the cited folders ({', '.join(cited)})")
 
 
-def wheel_version(path: Path, wheel: WheelTree) -> str:
-    """The version in the wheel's METADATA, else in its file name."""
+PEP440 = re.compile(
+    r"^v?(?:(?P<epoch>[0-9]{1,6})!)?(?P<release>[0-9]{1,12}(?:\.[0-9]{1,12}){0,9})"
+    r"(?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>[0-9]{1,12})?)?"
+    r"(?:-(?P<post_n1>[0-9]{1,12})|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>[0-9]{1,12})?)?"
+    r"(?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>[0-9]{1,12})?)?"
+    r"(?:\+(?P<local>[a-z0-9]{1,40}(?:[-_.][a-z0-9]{1,40}){0,9}))?$",
+    re.IGNORECASE,
+)
+PRE_LETTERS = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "c": "rc", "rc": "rc", "pre": "rc", "preview": "rc"}
+
+
+def pep440(version: str) -> str | None:
+    """The PEP 440 normal form of a version (`1.0.0rc1`, `2!1.0.post2.dev3+cu121`), None when
+    it is not a valid version."""
+    found = PEP440.match(version.strip())
+    if not found:
+        return None
+    g = found.groupdict()
+    text = f"{int(g['epoch'])}!" if g["epoch"] and int(g["epoch"]) else ""
+    text += ".".join(str(int(part)) for part in g["release"].split("."))
+    if g["pre_l"]:
+        text += f"{PRE_LETTERS[g['pre_l'].lower()]}{int(g['pre_n'] or 0)}"
+    if g["post_n1"] or g["post_l"]:
+        text += f".post{int(g['post_n1'] or g['post_n2'] or 0)}"
+    if g["dev_l"]:
+        text += f".dev{int(g['dev_n'] or 0)}"
+    if g["local"]:
+        parts = re.split(r"[-_.]", g["local"].lower())
+        text += "+" + ".".join(str(int(p)) if p.isdigit() else p for p in parts)
+    return text
+
+
+def _same_version(a: str, b: str) -> bool:
+    """PEP 440 equality of two normal forms: trailing zeros of the release do not count."""
+
+    def key(version: str) -> tuple[str, str]:
+        head, _, local = version.partition("+")
+        found = re.match(r"^((?:\d+!)?)([\d.]+)(.*)$", head)
+        if not found:
+            return version, ""
+        release = re.sub(r"(?:\.0)+$", "", found.group(2))
+        return found.group(1) + release + found.group(3), local
+
+    return key(a) == key(b)
+
+
+def wheel_version(path: Path, wheel: WheelTree) -> tuple[str, str]:
+    """(release name, problem): the version in the wheel's file name, PEP 440 normalised, which its
+    METADATA must state too. The problem ("" when none) says where they disagree or what is
+    missing; the name is then the file name's version, else METADATA's, else "unknown"."""
     metadata = wheel.metadata()
     found = VERSION_LINE.search(metadata) if metadata else None
-    if found:
-        return found.group(1)
+    stated = found.group(1) if found else ""
     named = WHEEL_NAME.match(path.name)
-    if named:
-        return named.group("version")
-    raise UsageError(f"{path}: no version in its METADATA or its file name")
+    from_name = pep440(named.group("version")) if named else None
+    from_metadata = pep440(stated) if stated else None
+    if from_name is None:
+        shown = printable(stated)[:80]
+        why = "its file name carries no PEP 440 version (name-VERSION-tags.whl)"
+        return from_metadata or (shown if stated else "unknown"), why
+    if not stated:
+        return from_name, "its METADATA states no Version"
+    if from_metadata is None or not _same_version(from_name, from_metadata):
+        shown = printable(stated)[:80]
+        return from_name, f"its METADATA says Version '{shown}', its file name {from_name}"
+    return from_name, ""
 
 
 def folder_tree(path: Path, version: str | None = None) -> FolderTree:

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .bump import BumpEntry, UseContext, classify, counts, use_contexts
 from .findings import Finding, stale_schema
-from .index import EvidenceIndex, EvidenceRecord, strict_json
+from .index import EvidenceIndex, EvidenceRecord
+from .safeio import read_json
 from .trees import FileTree
 
 RELEASES_PATH = "evidence/releases.json"
@@ -236,10 +237,11 @@ def schema_json() -> str:
 
 
 def load_matrix(root: Path) -> ReleaseMatrix | None:
-    path = root / RELEASES_PATH
-    if not path.exists():
+    try:
+        data = read_json(root / RELEASES_PATH)
+    except FileNotFoundError:
         return None
-    return ReleaseMatrix.model_validate(strict_json(path.read_text(encoding="utf-8")))
+    return ReleaseMatrix.model_validate(data)
 
 
 def stale(found: ReleaseMatrix, index: EvidenceIndex) -> str:
