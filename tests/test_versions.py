@@ -489,3 +489,24 @@ def test_show_from_an_engine_dir_and_from_the_pinned_source(pinned, tmp_path, ca
     assert code == 0 and data["status"] == "unchanged" and data["engine"]["kind"] == "git"
     assert data["lines"][0]["text"] == "async def start(timeout=30):"
     assert data["permalink"].endswith(f"#L{data['lines'][0]['number']}-L{data['lines'][-1]['number']}")
+
+
+def test_a_line_range_edited_inside_is_changed_with_its_new_span(pinned, tmp_path, capsys):
+    edited = "# a new first line\n" + DEPLOY_YAML.replace("connectors:\n", "connectors:\n  # a new comment\n")
+    wheel = make_wheel(tmp_path / "w", "1.4.0", {"vllm_omni/deploy.yaml": edited})
+    _, data = run_json(capsys, "drift", "--root", str(pinned), "--wheel", str(wheel))
+    entry = next(e for e in data["entries"] if e["label"] == LABELS["lines"])
+    assert (entry["status"], entry["old_span"], entry["new_span"]) == ("changed", "L10-L11", "L11-L13")
+    assert entry["similarity"] == 0.8
+
+
+def test_line_hashes_edited_by_hand_fail_the_check_with_source(pinned, tmp_path, capsys):
+    path = pinned / "evidence/index.json"
+    data = json.loads(path.read_text())
+    record = next(r for r in data["records"] if r["label"] == LABELS["lines"])
+    assert len(record["line_hashes"].split()) == record["end"] - record["start"] + 1
+    record["line_hashes"] = "00000000 00000000"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    capsys.readouterr()
+    assert main(["check", "--root", str(pinned), "--source", str(tmp_path / "engine")]) == 1
+    assert "line hashes of the cited lines differ from the index" in capsys.readouterr().out

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .anchors import AnchorError, python
+from .anchors.lines import line_hash, refind
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
 from .labels import Label, escape, heading_at, parse_label
 from .resolve import Unresolved, resolve_label
@@ -126,8 +127,16 @@ def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None
                     return i + 1, i + width, 1.0
             elif _digest(lines[i : i + width]) == record.fingerprint:
                 return i + 1, i + width, 1.0
+    cited = record.line_hashes.split() or (
+        [line_hash(line) for line in old_lines] if known and old_lines is not None else []
+    )
+    aligned = refind(cited, lines)
+    if aligned is not None:
+        span, score = aligned
+        return span.start, span.end, score
     if old_lines is None:
         return None
+    # With the pinned text at hand, a short range edited within its lines is compared by characters.
     wanted = set(old_lines)
     before = [0, *accumulate(line in wanted for line in lines)]  # lines so far that the old text has
     shared = [before[min(i + width, len(lines))] - before[i] for i in range(max(1, len(lines) - width + 1))]

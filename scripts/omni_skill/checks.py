@@ -10,6 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from .anchors import AnchorError, Span, fingerprint, locate, python
+from .anchors.lines import line_hashes
 from .anchors.yaml_keys import node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
 from .findings import Finding, sort_findings, stale_schema, validation_findings
@@ -306,6 +307,8 @@ def holds(record: EvidenceRecord, source: Source) -> bool:
         return False
     if record.kind == "python":
         return python.verify_at(lines, record.anchor, span)
+    if record.kind == "lines" and record.line_hashes != line_hashes(lines, span):
+        return False
     try:
         return locate(parse_label(record.label), source.text(record.path), text_lines=lines) == span
     except AnchorError:
@@ -334,6 +337,8 @@ def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding
             )
         if result.fingerprint != record.fingerprint:
             problems.append("fingerprint of the cited text differs from the index")
+        elif result.line_hashes != record.line_hashes:
+            problems.append("line hashes of the cited lines differ from the index")
         for problem in problems:
             findings.append(
                 Finding(

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 INDEX_PATH = "evidence/index.json"
 SCHEMA_PATH = "evidence/index.schema.json"
@@ -32,6 +32,18 @@ class EvidenceRecord(BaseModel):
     blob: str = Field(pattern=r"^[0-9a-f]{40}$", description="git blob SHA of the file at the revision")
     fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the span, trailing whitespace stripped")
     uses: list[UsePlace] = Field(description="every place the label is cited, sorted")
+    line_hashes: str = Field(
+        default="",
+        description="line ranges only: a short hash of each cited line (indentation ignored), space-separated, "
+        "to re-find the range by its lines where its text was edited; absent for other kinds",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_hashes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("line_hashes"):
+            data.pop("line_hashes", None)
+        return data
 
 
 class EvidenceIndex(BaseModel):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from .anchors import AnchorError, fingerprint, locate
+from .anchors.lines import line_hashes
 from .findings import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
 from .labels import DEF_RE, Use, code_lines, escape, parse_label, scan_markdown
@@ -38,6 +39,7 @@ def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> 
         span = locate(label, text, quick, source.lines(label.path))
     except AnchorError as exc:
         return Unresolved(f"anchor-{exc.kind}", f"{label.path}: {exc}")
+    lines = source.lines(label.path)
     return EvidenceRecord(
         label=label.text,
         path=label.path,
@@ -46,8 +48,9 @@ def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> 
         start=span.start,
         end=span.end,
         blob=entry.sha,
-        fingerprint=fingerprint(source.lines(label.path), span),
+        fingerprint=fingerprint(lines, span),
         uses=[],
+        line_hashes=line_hashes(lines, span) if label.kind == "lines" else "",
     )
 
 

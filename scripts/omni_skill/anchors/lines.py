@@ -1,9 +1,23 @@
-"""Plain line ranges: `L12` or `L12-L20`."""
+"""Plain line ranges: `L12` or `L12-L20`, and how a range whose text was edited is found again.
+
+A line range has no name to look for, so it is re-found by its lines. The index keeps a short hash
+of each cited line (never the text), so this works in any engine, with or without the pinned
+source: the longest run of cited lines that the file still has, found exactly once, marks the
+place; the cited lines are aligned with the file around it; the new range runs from the first to
+the last aligned line, widened by the cited lines before and after them (edited in place). It is
+taken when its similarity, 2·matched / (cited lines + new lines), reaches `FLOOR`.
+"""
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+
 from ..labels import LINE_RANGE
 from . import AnchorError, Span
+
+FLOOR = 0.6
+HASH_CHARS = 8  # 32 bits: enough to tell a file's lines apart, too few to stand for their text
 
 
 def locate(text: str, anchor: str, count: int | None = None) -> Span:
@@ -18,3 +32,45 @@ def locate(text: str, anchor: str, count: int | None = None) -> Span:
     if end > count:
         raise AnchorError("missing", f"line range {anchor} is past the end of the file ({count} lines)")
     return Span(start, end)
+
+
+def line_hash(line: str) -> str:
+    """A line's hash, indentation and trailing whitespace ignored."""
+    return hashlib.sha256(line.strip().encode("utf-8")).hexdigest()[:HASH_CHARS]
+
+
+def line_hashes(lines: list[str], span: Span) -> str:
+    """The hashes of the span's lines, space-separated (what the index records)."""
+    return " ".join(line_hash(line) for line in lines[span.start - 1 : span.end])
+
+
+BLANK = line_hash("")
+
+
+def refind(cited: list[str], lines: list[str]) -> tuple[Span, float] | None:
+    """Where the cited lines (their hashes) are in `lines` after edits, and the similarity; None
+    when no run of them is found exactly once or the best alignment is below `FLOOR`."""
+    if not cited:
+        return None
+    now = [line_hash(line) for line in lines]
+    matcher = difflib.SequenceMatcher(None, cited, now, autojunk=False)
+    run = matcher.find_longest_match(0, len(cited), 0, len(now))
+    if run.size == 0 or all(h == BLANK for h in cited[run.a : run.a + run.size]):
+        return None
+    block = cited[run.a : run.a + run.size]
+    places = [j for j in range(len(now) - run.size + 1) if now[j : j + run.size] == block]
+    if len(places) != 1:
+        return None  # the longest surviving run is in several places: no one place to point at
+    width = len(cited)
+    low = max(0, run.b - run.a - width)
+    high = min(len(now), run.b + (width - run.a) + width)
+    region = difflib.SequenceMatcher(None, cited, now[low:high], autojunk=False)
+    blocks = [b for b in region.get_matching_blocks() if b.size]
+    matched = sum(b.size for b in blocks)
+    first, last = blocks[0], blocks[-1]
+    start = max(0, low + first.b - first.a)
+    end = min(len(now) - 1, low + last.b + last.size - 1 + (width - last.a - last.size))
+    score = 2 * matched / (width + end - start + 1)
+    if score < FLOOR:
+        return None
+    return Span(start + 1, end + 1), round(score, 3)
