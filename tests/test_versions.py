@@ -457,19 +457,18 @@ def test_installed_without_a_package(pinned, tmp_path):
     assert done.stderr.count("\n") == 1 and "no installed vllm_omni package found" in done.stderr
 
 
-def test_drift_takes_statuses_from_the_matrix_when_the_files_are_a_release(pinned, wheels, tmp_path, capsys):
+def test_drift_reverifies_a_release_the_matrix_names(pinned, wheels, tmp_path, capsys):
     assert releases(pinned, wheels) == 0
+    path = pinned / "evidence/releases.json"
+    data = json.loads(path.read_text())
+    moved = next(r for r in data["releases"] if r["version"] == "1.1.0")
+    assert moved["statuses"][LABELS["start"]] == "moved"
+    moved["statuses"][LABELS["start"]] = "unchanged"  # a matrix that is wrong about this release
+    path.write_text(json.dumps(data, indent=2) + "\n")
     folder = unpack(wheels / "vllm_omni-1.1.0-py3-none-any.whl", tmp_path / "site")
-    _, known = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
-    assert all("from evidence/releases.json" in e["note"] for e in known["entries"])
-    matrix = (pinned / "evidence/releases.json").read_bytes()
-    (pinned / "evidence/releases.json").unlink()
-    _, computed = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
-    (pinned / "evidence/releases.json").write_bytes(matrix)
-    assert not any("releases.json" in e["note"] for e in computed["entries"])
-    keys = ("label", "status", "old_span", "new_span")
-    assert [{k: e[k] for k in keys} for e in known["entries"]] == [{k: e[k] for k in keys} for e in computed["entries"]]
-    assert known["sections"] == computed["sections"] and known["counts"] == computed["counts"]
+    _, found = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
+    assert statuses(found)[LABELS["start"]] == "moved"  # verified afresh, not replayed
+    assert found["release"] == {"version": "1.1.0", "disagreements": [LABELS["start"]]}
 
 
 def test_drift_computes_when_a_file_differs_from_every_release(pinned, wheels, tmp_path, capsys):
@@ -477,7 +476,7 @@ def test_drift_computes_when_a_file_differs_from_every_release(pinned, wheels, t
     folder = unpack(wheels / "vllm_omni-1.1.0-py3-none-any.whl", tmp_path / "site")
     (folder / "vllm_omni/deploy.yaml").write_text(DEPLOY_YAML + "# a local edit\n")
     _, data = run_json(capsys, "drift", "--root", str(pinned), "--engine-dir", str(folder))
-    assert not any("releases.json" in e["note"] for e in data["entries"])
+    assert data["release"] == {}
 
 
 def test_show_from_an_engine_dir_and_from_the_pinned_source(pinned, tmp_path, capsys):
@@ -510,3 +509,11 @@ def test_line_hashes_edited_by_hand_fail_the_check_with_source(pinned, tmp_path,
     capsys.readouterr()
     assert main(["check", "--root", str(pinned), "--source", str(tmp_path / "engine")]) == 1
     assert "line hashes of the cited lines differ from the index" in capsys.readouterr().out
+
+
+def test_drift_on_a_release_agrees_with_the_matrix(pinned, wheels, capsys):
+    assert releases(pinned, wheels) == 0
+    _, found = run_json(
+        capsys, "drift", "--root", str(pinned), "--wheel", str(wheels / "vllm_omni-1.2.0-py3-none-any.whl")
+    )
+    assert found["release"] == {"version": "1.2.0", "disagreements": []}

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .anchors import AnchorError, python
-from .anchors.lines import line_hash, refind
+from .anchors.lines import file_hashes, line_hash, refind
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
 from .labels import Label, escape, heading_at, parse_label
 from .resolve import Unresolved, resolve_label
@@ -106,37 +106,36 @@ def _similarity(a: list[str] | None, b: list[str]) -> float | None:
     return None if a is None else round(_ratio(a, b), 3)
 
 
-def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None) -> tuple[int, int, float] | None:
+def _refind_lines(
+    record: EvidenceRecord, file_lines: list[str], old_lines: list[str] | None
+) -> tuple[int, int, float] | None:
     """Where the cited lines are now: the exact text first (unique), else the best unique match."""
-    lines = [line.rstrip() for line in text.splitlines()]
     width = record.end - record.start + 1
     # The exact text nearest the recorded lines: search outwards from them (earlier first on a tie),
     # so a range that moved a little is found after a few windows, not after hashing them all.
     home = record.start - 1
-    last = len(lines) - width
-    # With the old text at hand (and matching the fingerprint), a window is compared as a list,
-    # and only where its first line matches; else each window is hashed.
+    last = len(file_lines) - width
+    # A window is compared by its lines' hashes (or with the old text, when the index has none),
+    # and only where its first line matches; its fingerprint then decides.
     known = old_lines is not None and _digest(old_lines) == record.fingerprint
+    cited = record.line_hashes.split() or ([line_hash(line) for line in old_lines or []] if known else [])
+    now = file_hashes(file_lines) if cited else []
     for distance in range(0, max(home, last - home) + 1):
         for i in (home - distance, home + distance) if distance else (home,):
             if not 0 <= i <= last:
                 continue
-            if known:
-                assert old_lines is not None
-                if lines[i] == old_lines[0] and lines[i : i + width] == old_lines:
-                    return i + 1, i + width, 1.0
-            elif _digest(lines[i : i + width]) == record.fingerprint:
+            if cited and (now[i] != cited[0] or now[i : i + width] != cited):
+                continue
+            if _digest([line.rstrip() for line in file_lines[i : i + width]]) == record.fingerprint:
                 return i + 1, i + width, 1.0
-    cited = record.line_hashes.split() or (
-        [line_hash(line) for line in old_lines] if known and old_lines is not None else []
-    )
-    aligned = refind(cited, lines)
+    aligned = refind(cited, file_lines)
     if aligned is not None:
         span, score = aligned
         return span.start, span.end, score
     if old_lines is None:
         return None
     # With the pinned text at hand, a short range edited within its lines is compared by characters.
+    lines = [line.rstrip() for line in file_lines]
     wanted = set(old_lines)
     before = [0, *accumulate(line in wanted for line in lines)]  # lines so far that the old text has
     shared = [before[min(i + width, len(lines))] - before[i] for i in range(max(1, len(lines) - width + 1))]
@@ -314,7 +313,7 @@ def classify(
                 return Classified(entry("missing", note=f"{label.path} was renamed to {path}, which {exc}"), None)
         if text is None:
             return Classified(entry("missing", note=f"{label.path} is gone"), None)
-        found = _refind_lines(record, text, old_lines)
+        found = _refind_lines(record, new.lines(path), old_lines)
         if found is None:
             return Classified(entry("missing", note="the cited lines are not found"), None)
         start, end, ratio = found

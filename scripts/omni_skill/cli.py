@@ -489,25 +489,28 @@ def cmd_drift(args: argparse.Namespace) -> int:
     from .bump import GIT_STATUSES, classify_all, counts, use_contexts
     from .report import render
     from .source import Source
-    from .versions import TREE_STATUSES, classify_tree, from_matrix, load_matrix, sections
+    from .versions import TREE_STATUSES, classify_tree, disagreements, load_matrix, matching_release, sections
 
     root = _root(args)
     index, provenance = _pinned_state(root)
     engine = _engine(args, index, args.revision)
+    release: dict[str, object] = {}
     if isinstance(engine.files, Source):
         old = _old_source(engine.files.path, provenance.revision)
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
         statuses: tuple[str, ...] = GIT_STATUSES
     else:
-        contexts = use_contexts(root, index)
-        known = from_matrix(index, engine.files, load_matrix(root), contexts)
-        entries = known[1] if known else classify_tree(index, engine.files, contexts)
+        entries = classify_tree(index, engine.files, use_contexts(root, index))
         statuses = TREE_STATUSES
+        matched = matching_release(index, engine.files, load_matrix(root))
+        if matched is not None:  # verified afresh above; the matrix must agree
+            release = {"version": matched.version, "disagreements": disagreements(matched, entries)}
     found = sections(entries)
     data = {
         "verb": "drift",
         "from_revision": provenance.revision,
         "engine": engine.describe(),
+        "release": release,
         "counts": counts(entries, statuses),
         "sections": [
             {

@@ -187,35 +187,27 @@ def cited_blobs(index: EvidenceIndex, tree: FileTree) -> dict[str, str]:
     return found
 
 
-def from_matrix(
-    index: EvidenceIndex, tree: FileTree, found: ReleaseMatrix | None, contexts: dict[str, list[UseContext]]
-) -> tuple[str, list[BumpEntry]] | None:
-    """(version, entries) when the tree's cited files are exactly those of a release in the matrix
-    (same blobs, same absences): classification is a function of the files and the index, so the
-    recorded statuses and spans are the tree's. None when no release matches or the matrix is stale."""
+def matching_release(index: EvidenceIndex, tree: FileTree, found: ReleaseMatrix | None) -> Release | None:
+    """The release whose cited files are exactly the tree's (same blobs, same absences), when the
+    matrix describes the current index; None otherwise. `drift` still classifies every citation
+    afresh and compares the result with the release's (`disagreements`): the matrix names the
+    release, it never stands in for the verification."""
     if found is None or stale(found, index):
         return None
     blobs = cited_blobs(index, tree)
-    release = next((r for r in found.releases if r.blobs == blobs), None)
-    if release is None:
-        return None
-    entries = []
-    for record in index.records:
-        status = release.statuses[record.label]
-        old = f"L{record.start}-L{record.end}" if record.start != record.end else f"L{record.start}"
-        entries.append(
-            BumpEntry(
-                label=record.label,
-                status=status,
-                new_label=record.label,
-                old_span=old,
-                new_span=old if status == "unchanged" else release.spans.get(record.label, ""),
-                similarity=1.0 if status in ("unchanged", "moved") else None,
-                note=f"from {RELEASES_PATH}: the cited files are those of the {release.version} wheel",
-                uses=contexts.get(record.label, []),
-            )
-        )
-    return release.version, entries
+    return next((r for r in found.releases if r.blobs == blobs), None)
+
+
+def disagreements(release: Release, entries: list[BumpEntry]) -> list[str]:
+    """Labels whose fresh status or span differs from what the release records."""
+    differ = []
+    for entry in entries:
+        status = release.statuses.get(entry.label)
+        span = release.spans.get(entry.label, "")
+        fresh = entry.new_span if entry.status in ("moved", "changed") else ""
+        if status != entry.status or span != fresh:
+            differ.append(entry.label)
+    return differ
 
 
 def matrix(index: EvidenceIndex, releases: list[Release]) -> ReleaseMatrix:

@@ -45,6 +45,19 @@ def line_hashes(lines: list[str], span: Span) -> str:
 
 
 BLANK = line_hash("")
+_FILE_HASHES: dict[int, tuple[list[str], list[str]]] = {}
+
+
+def file_hashes(lines: list[str]) -> list[str]:
+    """Every line's hash, remembered for the last few line lists (by identity)."""
+    cached = _FILE_HASHES.get(id(lines))
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    found = [line_hash(line) for line in lines]
+    if len(_FILE_HASHES) >= 64:
+        _FILE_HASHES.pop(next(iter(_FILE_HASHES)))
+    _FILE_HASHES[id(lines)] = (lines, found)
+    return found
 
 
 def refind(cited: list[str], lines: list[str]) -> tuple[Span, float] | None:
@@ -52,18 +65,18 @@ def refind(cited: list[str], lines: list[str]) -> tuple[Span, float] | None:
     when no run of them is found exactly once or the best alignment is below `FLOOR`."""
     if not cited:
         return None
-    now = [line_hash(line) for line in lines]
-    matcher = difflib.SequenceMatcher(None, cited, now, autojunk=False)
-    run = matcher.find_longest_match(0, len(cited), 0, len(now))
-    if run.size == 0 or all(h == BLANK for h in cited[run.a : run.a + run.size]):
+    now = file_hashes(lines)
+    # the longest run of consecutive cited lines in the file (earliest in the file on a tie)
+    found = difflib.SequenceMatcher(None, now, cited, autojunk=False).find_longest_match(0, len(now), 0, len(cited))
+    at, size, first_cited = found.a, found.size, found.b
+    if size == 0 or all(h == BLANK for h in cited[first_cited : first_cited + size]):
         return None
-    block = cited[run.a : run.a + run.size]
-    places = [j for j in range(len(now) - run.size + 1) if now[j : j + run.size] == block]
-    if len(places) != 1:
+    block = cited[first_cited : first_cited + size]
+    if sum(1 for j in range(len(now) - size + 1) if now[j] == block[0] and now[j : j + size] == block) != 1:
         return None  # the longest surviving run is in several places: no one place to point at
     width = len(cited)
-    low = max(0, run.b - run.a - width)
-    high = min(len(now), run.b + (width - run.a) + width)
+    low = max(0, at - first_cited - width)
+    high = min(len(now), at + (width - first_cited) + width)
     region = difflib.SequenceMatcher(None, cited, now[low:high], autojunk=False)
     blocks = [b for b in region.get_matching_blocks() if b.size]
     matched = sum(b.size for b in blocks)
