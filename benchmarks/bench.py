@@ -3,7 +3,7 @@
 
     python3 benchmarks/bench.py check --source /path/to/vllm-omni [--repeat 5]
     python3 benchmarks/bench.py bump --source /path/to/vllm-omni [--months 6]
-    python3 benchmarks/bench.py commands --source /path/to/vllm-omni --wheels DIR [--repeat 5]
+    python3 benchmarks/bench.py commands --source /path/to/vllm-omni --wheels DIR [--repeat 5] [--only find]
 
 `check`: generates a citation for every class and function under vllm_omni/ at the pinned
 revision, then times `resolve` and `check --source` on that synthetic skill, and the floor: the
@@ -255,11 +255,19 @@ def cmd_commands(args: argparse.Namespace) -> None:
             ("start + read cited members of a wheel (floor)", ["-c", WHEEL_FLOOR, index, newest], None),
             ("check (offline)", [tool, "check"], 0.6),
             ("search-space", [tool, "search-space"], 0.3),
+            # find: a setting (many pages), a symbol, a model key, a flag, and a miss (every page parsed)
+            ("find max_num_seqs", [tool, "find", "max_num_seqs"], 0.3),
+            ("find StagePool.pick", [tool, "find", "StagePool.pick"], 0.3),
+            ("find qwen3_omni_moe", [tool, "find", "qwen3_omni_moe"], 0.3),
+            ("find -- --stage-overrides", [tool, "find", "--", "--stage-overrides"], 0.3),
+            ("find max_num_seq (unknown: suggestions)", [tool, "find", "max_num_seq"], 0.3),
             ("check --source", [tool, "check", "--source", source], 1.0),
             (f"drift --wheel {Path(newest).name}", [tool, "drift", "--wheel", newest], 1.0),
             ("drift --engine-dir (installed layout)", [tool, "drift", "--engine-dir", str(site)], 1.0),
             (f"releases --dry-run ({len(wheels)} wheels)", [tool, "releases", "--dry-run", "--wheel", args.wheels], 10),
         ]
+        if args.only:  # the calibration and floor rows, and the rows whose name holds the text
+            rows = [row for row in rows if row[2] is None or args.only in row[0]]
         print(f"as commands, best of {args.repeat} interleaved rounds (bytecode caching on):")
         seconds_per_row = command_times([argv for _, argv, _ in rows], args.repeat)
         for (name, _, target), seconds in zip(rows, seconds_per_row, strict=True):
@@ -281,6 +289,7 @@ def main_bench() -> None:
     commands.add_argument("--source", required=True)
     commands.add_argument("--wheels", required=True, help="folder of release wheels")
     commands.add_argument("--repeat", type=int, default=5)
+    commands.add_argument("--only", help="time only the rows whose name holds this text (e.g. find)")
     args = parser.parse_args()
     {"check": cmd_check, "bump": cmd_bump, "commands": cmd_commands}[args.what](args)
 

@@ -164,7 +164,7 @@ def expected(repo: Path, old_rev: str, new_rev: str, record) -> str:
     old_body = body(old_text, (record.start, record.end)) if old_text else None
     if new_text is None:
         return "missing-or-relocated"
-    if record.kind == "lines":
+    if record.kind in ("lines", "subspan"):  # re-found by text: only the text check below applies
         return "lines"
     span = span_of(new_text, record.path, record.anchor)
     if span is None or span == "ambiguous":

@@ -98,6 +98,23 @@ stages:
   - stage_id: 1
     devices: "1"
     num_replicas: 2
+platforms:
+  npu:
+    stages:
+      - stage_id: 0
+        devices: "0,1"
+        tensor_parallel_size: 2
+        compilation_config:
+          cudagraph_mode: PIECEWISE
+  rocm:
+    stages:
+      - stage_id: 1
+        engine_args:
+          enforce_eager: true
+        runtime:
+          num_replicas: 1
+          env:
+            HIP_FLAG: "1"
 """
 
 DIFFUSION_REGISTRY = """\
@@ -193,6 +210,13 @@ pipelines:
             stages:
               - {{stage_id: 0, devices: "0", gpu_memory_utilization: 0.8, max_num_seqs: 64}}
               - {{stage_id: 1, devices: "1", num_replicas: 2}}
+            platforms:
+              - platform: npu
+                stages:
+                  - {{stage_id: 0, devices: "0,1", settings: {{tensor_parallel_size: 2, compilation_config.cudagraph_mode: PIECEWISE}}}}
+              - platform: rocm
+                stages:
+                  - {{stage_id: 1, num_replicas: 1, settings: {{enforce_eager: true, env.HIP_FLAG: "1"}}}}
   - key: a_alias
     source: {REG}
     value: A_PIPELINE
@@ -389,3 +413,80 @@ def test_with_the_engine_the_format_is_reported_once(tmp_path: Path, model_engin
     edit = ("    alias_of: a\n", "    alias_of: a\n    colour: red\n")
     code, out = check_after_edit(root, path, model_engine[1].commit, MODELS_PATH, *edit, capsys)
     assert code == 1 and out.count("models-invalid") == 1 and "colour" in out
+
+
+# ---------------------------------------------------------------- per-platform sections of deploy files
+
+
+def test_platform_sections_are_read_in_one_form_from_flat_and_nested_entries() -> None:
+    import yaml
+
+    from omni_skill.deploy_platforms import platform_sections
+
+    assert platform_sections(yaml.safe_load(DEPLOY_A)) == [
+        {
+            "platform": "npu",
+            "stages": [
+                {
+                    "stage_id": 0,
+                    "devices": "0,1",
+                    "settings": {"tensor_parallel_size": 2, "compilation_config.cudagraph_mode": "PIECEWISE"},
+                }
+            ],
+        },
+        {
+            "platform": "rocm",
+            "stages": [{"stage_id": 1, "num_replicas": 1, "settings": {"enforce_eager": True, "env.HIP_FLAG": "1"}}],
+        },
+    ]
+
+
+def test_an_empty_platforms_mapping_has_no_sections() -> None:
+    from omni_skill.deploy_platforms import platform_sections
+
+    assert platform_sections({"stages": [], "platforms": {}}) == []
+
+
+def test_a_platform_section_the_catalogue_leaves_out_is_a_finding(
+    tmp_path: Path, model_engine: tuple[git.Repo, Source]
+) -> None:
+    start = CATALOGUE.index("              - platform: rocm")
+    end = CATALOGUE.index("  - key: a_alias")
+    text = CATALOGUE[:start] + CATALOGUE[end:]
+    findings = check_models(catalogue_skill(tmp_path, text), model_engine[1])
+    assert [(f.kind, f.label) for f in findings] == [("models-missing", "src:vllm_omni/deploy/a.yaml")]
+    assert "'rocm'" in findings[0].message
+
+
+def test_a_wrong_platform_setting_is_a_finding_with_its_line(
+    tmp_path: Path, model_engine: tuple[git.Repo, Source]
+) -> None:
+    text = CATALOGUE.replace("compilation_config.cudagraph_mode: PIECEWISE", "compilation_config.cudagraph_mode: FULL")
+    findings = check_models(catalogue_skill(tmp_path, text), model_engine[1])
+    assert [f.kind for f in findings] == ["models-mismatch"]
+    assert "platforms.npu stage_id 0 compilation_config.cudagraph_mode" in findings[0].message
+    assert "'PIECEWISE'" in findings[0].message
+    assert findings[0].line == line_of(text, "cudagraph_mode: FULL")
+
+
+def test_wrong_platform_devices_and_an_unlisted_setting_are_findings(
+    tmp_path: Path, model_engine: tuple[git.Repo, Source]
+) -> None:
+    text = CATALOGUE.replace('devices: "0,1", settings: {tensor_parallel_size: 2, ', 'devices: "0", settings: {')
+    findings = check_models(catalogue_skill(tmp_path, text), model_engine[1])
+    assert sorted((f.kind, f.message.split(": ", 1)[1]) for f in findings) == [
+        ("models-mismatch", "platforms.npu stage_id 0 devices: the catalogue says '0', the file '0,1'"),
+        ("models-missing", "platforms.npu stage_id 0: tensor_parallel_size is set and not listed"),
+    ]
+
+
+def test_a_platform_the_file_does_not_have_is_a_finding(tmp_path: Path, model_engine: tuple[git.Repo, Source]) -> None:
+    text = CATALOGUE.replace("              - platform: rocm", "              - platform: xpu")
+    kinds = sorted(f.kind for f in check_models(catalogue_skill(tmp_path, text), model_engine[1]))
+    assert kinds == ["models-extra", "models-missing"]
+
+
+def test_models_prints_the_platform_sections(tmp_path: Path) -> None:
+    deploy = models_data(catalogue_skill(tmp_path), "a")["pipelines"][0]["configs"][0]["deploy"][0]
+    assert [p["platform"] for p in deploy["platforms"]] == ["npu", "rocm"]
+    assert deploy["platforms"][0]["stages"][0]["devices"] == "0,1"

@@ -61,3 +61,19 @@ def test_a_malformed_listing_is_one_finding(long_skill, capsys, text):
     (long_skill / "evidence/whole-definitions.yaml").write_text(text)
     code, out = run(long_skill, capsys)
     assert code == 1 and out.count("spans-invalid") == 1
+
+
+def test_the_long_spans_report_lists_each_use_with_its_sentence(long_skill):
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks/long_spans.py"
+    page = long_skill / "references/branch/README.md"
+    page.write_text(page.read_text().replace("class; [", "class. Also [", 1))
+    done = subprocess.run(
+        [sys.executable, str(script), "--root", str(long_skill)], capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("1 of 2 Python citations used in Markdown span more than 100 lines (50.0 %)")
+    assert " 180 lines  src:pkg/big.py::Big  (L1-L180)" in lines
+    assert "      references/branch/README.md:3: The «`Big`» class." in lines

@@ -148,3 +148,29 @@ def test_skill_md_and_an_entry_page_over_the_routing_budget(tmp_path):
     page = "# Branch\n\n" + ("word " * 3000 + "\n") * 3
     findings = findings_for(tmp_path, page=page)
     assert any(f.kind == "size-budget" and "an agent loads both to route" in f.message for f in findings)
+
+
+def literal_pages(tmp_path: Path, first: str, second: str) -> list[Finding]:
+    page = f"# Branch\n\n[a](a.md) [b](b.md)\n\n{first}\n"
+    extra = {"references/branch/a.md": f"# A\n\n{second}\n", "references/branch/b.md": "# B\n"}
+    return [f for f in findings_for(tmp_path, page=page, extra=extra) if f.kind == "literal-conflict"]
+
+
+def test_two_pages_state_different_values_for_one_label(tmp_path):
+    found = literal_pages(
+        tmp_path,
+        "The wait is `--init-timeout` (default 600) in [`run`][src:pkg/a.py::run].",
+        "| `--init-timeout` = 300 | [`run`][src:pkg/a.py::run] |",
+    )
+    assert [(f.file, f.line, f.label) for f in found] == [("references/branch/a.md", 3, "src:pkg/a.py::run")]
+    assert "`--init-timeout = 300`" in found[0].message and "README.md:5" in found[0].message
+
+
+def test_same_value_other_label_or_two_labels_are_not_a_conflict(tmp_path):
+    found = literal_pages(
+        tmp_path,
+        "Set `x = 1` ([`run`][src:pkg/a.py::run]). Set `y = 2` ([`run`][src:pkg/a.py::run]).",
+        "Set `x = 1` ([`run`][src:pkg/a.py::run]). Set `y = 3` ([`go`][src:pkg/a.py::go]). "
+        "Set `x = 5` ([`run`][src:pkg/a.py::run], [`go`][src:pkg/a.py::go]).",
+    )
+    assert found == []

@@ -2,7 +2,8 @@
 
 Never line arithmetic: each label is resolved afresh at the new revision. A label whose file or
 symbol is gone is looked for elsewhere (git's rename detection, then every file that defines the
-same qualified name); a line range is re-found by its fingerprinted text.
+same qualified name); a line range is re-found by its fingerprinted text, and the lines of a
+sub-span (`Symbol@L<a>-L<b>`) by theirs inside the definition, found first.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -18,9 +20,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .anchors import AnchorError, python
-from .anchors.lines import file_hashes, line_hash, refind
+from .anchors.lines import align, file_hashes, line_hash
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
-from .labels import Label, escape, heading_at, parse_label
+from .labels import Label, escape, heading_at, parse_label, split_subspan, subspan_anchor
 from .resolve import Unresolved, resolve_label
 from .skill import read_text
 from .source import BlobError, EngineFiles, Source
@@ -109,33 +111,49 @@ def _similarity(a: list[str] | None, b: list[str]) -> float | None:
 def _refind_lines(
     record: EvidenceRecord, file_lines: list[str], old_lines: list[str] | None
 ) -> tuple[int, int, float] | None:
-    """Where the cited lines are now: the exact text first (unique), else the best unique match."""
+    """Where the cited lines are now in the file (see `refind`)."""
     width = record.end - record.start + 1
+    return refind(file_lines, record.start, width, record.fingerprint, old_lines, record.line_hashes.split())
+
+
+def refind(
+    lines: list[str],
+    start: int,
+    width: int,
+    digest: str,
+    old_lines: list[str] | None,
+    cited: list[str] | None = None,
+) -> tuple[int, int, float] | None:
+    """(first, last, similarity), 1-based in `lines`, of the `width` cited lines whose fingerprint
+    is `digest`, whose line hashes are `cited` (from the index) and that sat at line `start`: the
+    exact text nearest that line first, else the lines aligned by their hashes (`anchors.lines.align`,
+    any engine), else, with the pinned text `old_lines` at hand, the best unique match by characters
+    of at least LINE_MATCH_FLOOR; None when none is found."""
     # The exact text nearest the recorded lines: search outwards from them (earlier first on a tie),
     # so a range that moved a little is found after a few windows, not after hashing them all.
-    home = record.start - 1
-    last = len(file_lines) - width
-    # A window is compared by its lines' hashes (or with the old text, when the index has none),
-    # and only where its first line matches; its fingerprint then decides.
-    known = old_lines is not None and _digest(old_lines) == record.fingerprint
-    cited = record.line_hashes.split() or ([line_hash(line) for line in old_lines or []] if known else [])
-    now = file_hashes(file_lines) if cited else []
+    home = start - 1
+    last = len(lines) - width
+    # A window is compared by its lines' hashes (from the index, or from the old text), and only
+    # where its first line matches; its fingerprint then decides.
+    known = old_lines is not None and _digest(old_lines) == digest
+    cited = cited or ([line_hash(line) for line in old_lines or []] if known else [])
+    now = file_hashes(lines) if cited else []
     for distance in range(0, max(home, last - home) + 1):
         for i in (home - distance, home + distance) if distance else (home,):
             if not 0 <= i <= last:
                 continue
             if cited and (now[i] != cited[0] or now[i : i + width] != cited):
                 continue
-            if _digest([line.rstrip() for line in file_lines[i : i + width]]) == record.fingerprint:
+            if _digest([line.rstrip() for line in lines[i : i + width]]) == digest:
                 return i + 1, i + width, 1.0
-    aligned = refind(cited, file_lines)
+    aligned = align(cited, lines)
     if aligned is not None:
         span, score = aligned
         return span.start, span.end, score
     if old_lines is None:
         return None
     # With the pinned text at hand, a short range edited within its lines is compared by characters.
-    lines = [line.rstrip() for line in file_lines]
+    lines = [line.rstrip() for line in lines]
     wanted = set(old_lines)
     before = [0, *accumulate(line in wanted for line in lines)]  # lines so far that the old text has
     shared = [before[min(i + width, len(lines))] - before[i] for i in range(max(1, len(lines) - width + 1))]
@@ -297,6 +315,8 @@ def classify(
             note=note,
         )
 
+    if label.kind == "subspan":
+        return _classify_subspan(record, label, new, old_lines, entry, definers, renames, resolved)
     if label.kind == "lines":
         try:
             text = new.text(label.path)
@@ -341,8 +361,8 @@ def classify(
         if label.kind == "python":
             candidates += [
                 Label(p, label.anchor).text
-                for p in (definers or {}).get(python.split_occurrence(label.anchor)[0], [])
-                if p != label.path and Label(p, label.anchor).text not in candidates
+                for p in _defined_elsewhere(label, definers)
+                if Label(p, label.anchor).text not in candidates
             ]
         identical = []
         for candidate in candidates:
@@ -380,6 +400,101 @@ def classify(
     return Classified(entry("unchanged", new_span=old_span, similarity=1.0), result)
 
 
+def _defined_elsewhere(label: Label, definers: dict[str, list[str]] | None) -> list[str]:
+    """The other files that define the Python definition a label names."""
+    return [p for p in (definers or {}).get(python.split_occurrence(label.symbol)[0], []) if p != label.path]
+
+
+def _place_subspan(
+    record: EvidenceRecord, path: str, whole: EvidenceRecord, new: EngineFiles, old_lines: list[str] | None
+) -> tuple[EvidenceRecord, float | None] | None:
+    """The record of a sub-span's lines inside the definition found at `whole` in `path`, and their
+    similarity to the pinned lines: the exact text nearest the old offsets first, else the best
+    unique fuzzy match inside the definition (as for a line range: by the lines' hashes the index
+    keeps, in any engine). Failing those, without the pinned text to compare, the same offsets,
+    when the definition still has them (similarity None: their text is not known to match). None
+    when the lines are not found."""
+    symbol, first, last = split_subspan(parse_label(record.label).anchor)
+    inside = [line.rstrip() for line in new.lines(path)[whole.start - 1 : whole.end]]
+    cited = record.line_hashes.split()
+    found: tuple[int, int, float | None] | None = refind(
+        inside, first, last - first + 1, record.fingerprint, old_lines, cited
+    )
+    if found is None and old_lines is None and last <= len(inside):
+        found = (first, last, None)
+    if found is None:
+        return None
+    start, end, ratio = found
+    result = resolve_label(Label(path, subspan_anchor(symbol, start, end)).text, new, quick=True)
+    assert isinstance(result, EvidenceRecord), result  # the definition holds these lines
+    return result, ratio
+
+
+def _classify_subspan(
+    record: EvidenceRecord,
+    label: Label,
+    new: EngineFiles,
+    old_lines: list[str] | None,
+    entry: Callable[..., BumpEntry],
+    definers: dict[str, list[str]] | None,
+    renames: dict[str, str] | None,
+    resolved: dict[str, EvidenceRecord | Unresolved] | None,
+) -> Classified:
+    """A `Symbol@L<a>-L<b>` citation: the definition is found as a Python citation's is (here, else
+    in the file git renamed it to or the one other file that defines it), then the cited lines are
+    re-found inside it. The offsets are part of the label, so lines that moved inside the
+    definition give a new label (bump rewrites the pages)."""
+    symbol_label = Label(label.path, label.symbol).text
+    whole = (resolved or {}).get(symbol_label) or resolve_label(symbol_label, new, quick=True)
+    path = label.path
+    if isinstance(whole, Unresolved):
+        if whole.kind == "anchor-ambiguous":
+            return Classified(entry("missing", note=whole.message), None)
+        paths = [renames[label.path]] if renames and label.path in renames else []
+        paths += [p for p in _defined_elsewhere(label, definers) if p not in paths]
+        candidates = [Label(p, label.anchor).text for p in paths]
+        placed = []
+        for other in paths:
+            moved = resolve_label(Label(other, label.symbol).text, new, quick=True)
+            if isinstance(moved, EvidenceRecord):
+                placed.append(_place_subspan(record, other, moved, new, old_lines))
+        if len(paths) == 1 and placed and placed[0] is not None and placed[0][0].fingerprint == record.fingerprint:
+            moved, _ = placed[0]
+            return Classified(
+                entry(
+                    "relocated",
+                    new_label=moved.label,
+                    new_span=_span(moved.start, moved.end),
+                    similarity=1.0,
+                    candidates=candidates,
+                ),
+                moved,
+            )
+        if paths:
+            note = (
+                "found elsewhere; rewrite by hand"
+                if len(paths) > 1
+                else "found elsewhere with other text; re-read and rewrite by hand"
+            )
+            return Classified(entry("relocated", candidates=candidates, note=note), None)
+        return Classified(entry("missing", note=whole.message), None)
+    placed_here = _place_subspan(record, path, whole, new, old_lines)
+    if placed_here is None:
+        note = f"the cited lines are not found inside {label.symbol} (L{whole.start}-L{whole.end})"
+        return Classified(entry("missing", note=note), None)
+    result, ratio = placed_here
+    span = _span(result.start, result.end)
+    relabelled = result.label != record.label
+    note = f"the lines moved inside {label.symbol}: relabelled" if relabelled else ""
+    if result.fingerprint != record.fingerprint:
+        if ratio is None:
+            note = "the cited text is not found: the same lines of the definition, to re-read"
+        return Classified(entry("changed", new_label=result.label, new_span=span, similarity=ratio, note=note), result)
+    if (result.start, result.end) != (record.start, record.end) or relabelled:
+        return Classified(entry("moved", new_label=result.label, new_span=span, similarity=1.0, note=note), result)
+    return Classified(entry("unchanged", new_span=span, similarity=1.0), result)
+
+
 def use_contexts(root: Path, index: EvidenceIndex) -> dict[str, list[UseContext]]:
     """Every record's uses with the heading each sits under; each page is read once."""
     texts: dict[str, str] = {}
@@ -409,11 +524,13 @@ def classify_all(root: Path, index: EvidenceIndex, new: Source, old: Source | No
         detecting = pool.submit(renamed_paths, new, old_revision, gone)
         for record in index.records:
             entry = new.entry(record.path)
-            if record.kind != "python" or (entry is not None and entry.sha == record.blob):
+            if record.kind not in ("python", "subspan") or (entry is not None and entry.sha == record.blob):
                 continue
-            result = resolved[record.label] = resolve_label(record.label, new, quick=True)
+            symbol = parse_label(record.label).symbol  # a sub-span is found through its definition
+            target = Label(record.path, symbol).text
+            result = resolved[target] = resolve_label(target, new, quick=True)
             if isinstance(result, Unresolved) and result.kind in ("path-missing", "anchor-missing"):
-                wanted.add(python.split_occurrence(record.anchor)[0])
+                wanted.add(python.split_occurrence(symbol)[0])
         definers = defining_files(new, wanted)
         renames = detecting.result()
     contexts = use_contexts(root, index)

@@ -19,9 +19,11 @@ from .writes import ChangedMeanwhile
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .facts import FactsFile
     from .index import EvidenceIndex
     from .provenance import Provenance
     from .source import Source
+    from .trees import WheelTree
 
 # Argument parsing needs only the standard library; each verb imports what it uses, so a verb
 # runs with only its own packages installed. tests/test_cli.py checks these copies against
@@ -127,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"For each release wheel, each citation's status (unchanged, moved, changed, missing, "
         f"not-shipped); writes {RELEASES_PATH}, its schema and {VERSIONS_PAGE}. Writes nothing on an error.",
     )
-    _common(rel, source=False)
+    _common(rel)
     rel.add_argument(
         "--wheel",
         action="append",
@@ -165,6 +167,35 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("name", nargs="?", help="a pipeline key (e.g. qwen3_omni_moe) or a diffusion architecture")
     models.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
 
+    find = verbs.add_parser(
+        "find",
+        help="where the skill discusses a name: setting, flag, env var, symbol, config key, model, endpoint",
+        description="Every section of the skill that names NAME (page, heading, line), most central first, and its "
+        "entries in search-space.yaml, models.yaml and test-map.yaml. max_num_seqs, max-num-seqs and --max-num-seqs "
+        "are one name; a symbol matches by its last segments (pick finds StagePool.pick). Exit 1 (with suggestions) "
+        "when the skill names nothing by it.",
+    )
+    _common(find, source=False, fmt=False)
+    find.add_argument("name", help="the name; one that begins with - goes after --: find -- --max-num-seqs")
+    find.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    find.add_argument(
+        "--limit", type=_positive, default=20, metavar="N", help="sections to list, most central first (default: 20)"
+    )
+    lint = verbs.add_parser(
+        "lint-deploy",
+        help="check a serve command and deploy file against your engine before you start it",
+        description='Check a deploy YAML (FILE or --deploy-config) and/or a serve command (--serve "CMD") against '
+        "the engine you run: flags, keys the engine drops, stage ids, devices and memory fractions, parallel sizes, "
+        "async_chunk, connectors, settings without effect. Each finding cites the engine code that makes it true. "
+        "Read-only; never imports the engine. Exit 1 on any error or warning.",
+    )
+    _common(lint, source=False, fmt=False)
+    lint.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    _engine_options(lint, release=True)
+    from .lint_options import add_arguments as lint_arguments
+
+    lint_arguments(lint)
+
     space = verbs.add_parser(
         "search-space",
         help="print the engine search space",
@@ -178,7 +209,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope", choices=("per-stage", "pipeline", "diffusion", "env", "cli"), help="keep settings of this scope"
     )
     space.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+
+    from .factsverbs import add_arguments as facts_arguments
+
+    facts_arguments(verbs)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 def _engine_options(parser: argparse.ArgumentParser, release: bool = False) -> None:
@@ -359,6 +404,17 @@ def cmd_models(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return 0
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    from .find import find, render_text, result_data
+
+    result = find(_root(args), args.name)
+    if args.format == "json":
+        print(json.dumps(result_data(result, args.limit), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(render_text(result, args.limit))
+    return 0 if result.found else 1
 
 
 def _invalid(path: Path, exc: ValueError) -> str:
@@ -607,6 +663,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     contexts = use_contexts(root, index)
     releases = []
     versions: dict[str, Path] = {}
+    trees = []
     for path in _wheel_files(args.wheel):
         tree = WheelTree(path)
         if tree.version in versions:
@@ -614,12 +671,24 @@ def cmd_releases(args: argparse.Namespace) -> int:
         versions[tree.version] = path
         require_cited(tree, [r.path for r in index.records])
         releases.append(release_of(index, tree, contexts))
+        trees.append(tree)
     found = matrix(index, releases)
     contents = {
         RELEASES_PATH: dump_json(found),
         RELEASES_SCHEMA_PATH: schema_json(),
         VERSIONS_PAGE: render_page(found, index, contexts),
     }
+    facts = release_facts(root, args, trees)
+    if facts is not None:
+        from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, facts_json
+        from .facts import schema_json as facts_schema
+        from .releasenotes import notes_pages
+        from .skill import markdown_files
+
+        counts = {r.version: r.counts for r in found.releases}
+        contents[FACTS_PATH] = facts_json(facts)
+        contents[FACTS_SCHEMA_PATH] = facts_schema()
+        contents.update(notes_pages(root, facts, markdown_files(root), counts))
     written = [] if args.dry_run else write_files(root, contents)
     data = {
         "verb": "releases",
@@ -630,6 +699,39 @@ def cmd_releases(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("releases", data, args.format))
     return 0
+
+
+def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> FactsFile | None:
+    """The facts of every wheel and of the pinned revision (read from --source when given, else kept
+    from the facts file the skill ships); None when the pin's facts cannot be had."""
+    from .facts import FACTS_PATH, PIN, EngineStamp, extract, load_facts, timeline
+    from .provenance import load_provenance
+
+    provenance = load_provenance(root)
+    if provenance is None:
+        raise UsageError(f"{root}: no provenance.json (run resolve first)")
+    stamps, per_engine = [], {}
+    for tree in trees:
+        stamps.append(EngineStamp(id=tree.version, date=tree.built()))
+        per_engine[tree.version] = extract(tree, tree.paths())
+    path = source_path(args.source)
+    if path is not None:
+        from .source import Source
+
+        source = Source(path, provenance.revision)
+        per_engine[PIN] = extract(source, sorted(source.tree))
+    else:
+        shipped = load_facts(root)
+        if shipped is None or shipped.revision != provenance.revision:
+            print(
+                f"omni-skill releases: {FACTS_PATH} not written: the pinned revision's facts need the engine "
+                f"(give --source or set {ENV_VAR})",
+                file=sys.stderr,
+            )
+            return None
+        per_engine[PIN] = shipped.at(PIN)
+    stamps.append(EngineStamp(id=PIN, date=provenance.commit_date, revision=provenance.revision))
+    return timeline(stamps, per_engine, provenance.revision)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -658,7 +760,33 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lint_deploy(args: argparse.Namespace) -> int:
+    from .lint_deploy import lint_from_args, render_json, render_text
+    from .provenance import load_provenance
+
+    provenance = load_provenance(_root(args))
+    if provenance is None:
+        raise UsageError("the skill has no provenance.json: its pinned revision is unknown")
+    report = lint_from_args(args, provenance.repository, provenance.revision)
+    sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
+    return 1 if report.failed() else 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_facts as run
+
+    return run(args, _root(args))
+
+
+def cmd_since(args: argparse.Namespace) -> int:
+    from .factsverbs import cmd_since as run
+
+    return run(args, _root(args))
+
+
 COMMANDS = {
+    "facts": cmd_facts,
+    "since": cmd_since,
     "install": cmd_install,
     "package": cmd_package,
     "check": cmd_check,
@@ -669,6 +797,8 @@ COMMANDS = {
     "releases": cmd_releases,
     "search-space": cmd_search_space,
     "models": cmd_models,
+    "find": cmd_find,
+    "lint-deploy": cmd_lint_deploy,
 }
 
 

@@ -26,16 +26,16 @@ class EvidenceRecord(BaseModel):
     label: str = Field(description="the citation label, e.g. src:vllm_omni/x.py::Class.method")
     path: str = Field(description="repository-relative path of the cited file")
     anchor: str = Field(description="anchor part of the label; empty for a whole file")
-    kind: str = Field(description="python, yaml, markdown, lines or file")
-    start: int = Field(ge=1, description="first line of the span, 1-based")
+    kind: str = Field(description="python, subspan, yaml, markdown, lines or file")
+    start: int = Field(ge=1, description="first line of the span in the file, 1-based (a sub-span: its absolute line)")
     end: int = Field(ge=1, description="last line of the span, inclusive")
     blob: str = Field(pattern=r"^[0-9a-f]{40}$", description="git blob SHA of the file at the revision")
     fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the span, trailing whitespace stripped")
     uses: list[UsePlace] = Field(description="every place the label is cited, sorted")
     line_hashes: str = Field(
         default="",
-        description="line ranges only: a short hash of each cited line (indentation ignored), space-separated, "
-        "to re-find the range by its lines where its text was edited; absent for other kinds",
+        description="line ranges and sub-spans only: a short hash of each cited line (indentation ignored), "
+        "space-separated, to re-find the range by its lines where its text was edited; absent for other kinds",
     )
 
     @model_serializer(mode="wrap")

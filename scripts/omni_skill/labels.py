@@ -17,6 +17,11 @@ LINE_RANGE = re.compile(r"^L(\d{1,9})(?:-L(\d{1,9}))?$")  # a line number has at
 PY_ANCHOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:#[1-9][0-9]{0,5})?$")
 YAML_ANCHOR = re.compile(r"^(?:[^.\[\]\s]+|\[\d+\])(?:\.[^.\[\]\s]+|\[\d+\])*$")
 MD_ANCHOR = re.compile(r"^#[^\s#]+$")
+# `Symbol@L<a>` or `Symbol@L<a>-L<b>` in a Python file: lines of a definition counted from its first
+# line (1 = the first decorator or `def`/`class` line). The offsets are part of the identity: bump
+# rewrites them when the cited lines move inside the definition.
+SUB_SPAN = re.compile(r"^(?P<symbol>[^@]*)@L(?P<first>[0-9]+)(?:-L(?P<last>[0-9]+))?$")
+SUB_SPAN_DIGITS = 6  # an offset inside one definition has at most 6 digits
 
 # `[text][src:...]` (full reference link) and `[src:...]: URL` (definition). CommonMark link
 # labels cannot hold unescaped brackets, so a YAML list index is written `stages\[0\]` in Markdown.
@@ -25,6 +30,7 @@ USE_START = re.compile(r"\]\[src:")
 WORD = re.compile(r"\S*")
 USE_RE = re.compile(r"\]\[(" + LABEL_BODY + r")\]")
 DEF_RE = re.compile(r"^ {0,3}\[(" + LABEL_BODY + r")\]:[ \t]*(\S*)[ \t]*$")
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")  # an inline code span on one line
 
 
 def unescape(text: str) -> str:
@@ -50,12 +56,19 @@ class Label:
 
     @property
     def kind(self) -> str:
-        """How the anchor is resolved: python, yaml, markdown, lines or file."""
+        """How the anchor is resolved: python, subspan (lines inside a Python definition), yaml,
+        markdown, lines or file."""
         if not self.anchor:
             return "file"
         if LINE_RANGE.match(self.anchor):
             return "lines"
-        return file_kind(self.path)
+        kind = file_kind(self.path)
+        return "subspan" if kind == "python" and "@" in self.anchor else kind
+
+    @property
+    def symbol(self) -> str:
+        """The definition a Python anchor names (without a sub-span's `@L…`)."""
+        return self.anchor.partition("@")[0]
 
     def __str__(self) -> str:
         return self.text
@@ -112,12 +125,39 @@ def parse_label(text: str) -> Label:
                 raise LabelError(f"label {text!r} has an empty or reversed line range")
             return label
         kind = file_kind(path)
+        if kind == "python" and "@" in anchor:
+            split_subspan(anchor, text)
+            return label
         pattern = {"python": PY_ANCHOR, "yaml": YAML_ANCHOR, "markdown": MD_ANCHOR}.get(kind)
         if pattern is None:
             raise LabelError(f"label {text!r}: a {kind} file takes only a line range or no anchor")
         if not pattern.match(anchor):
             raise LabelError(f"label {text!r}: malformed {kind} anchor {anchor!r}")
     return label
+
+
+def split_subspan(anchor: str, text: str = "") -> tuple[str, int, int]:
+    """(symbol, first, last) of a `Symbol@L<a>[-L<b>]` anchor, offsets 1-based inside the
+    definition; LabelError when it does not follow the grammar (`text`: the label, for messages)."""
+    shown = repr(text or anchor)
+    match = SUB_SPAN.match(anchor)
+    if not match:
+        raise LabelError(f"label {shown}: a sub-span is Symbol@L<a> or Symbol@L<a>-L<b>")
+    symbol, first, last = match.group("symbol"), match.group("first"), match.group("last") or match.group("first")
+    if not PY_ANCHOR.match(symbol):
+        raise LabelError(f"label {shown}: malformed python anchor {symbol!r} before '@'")
+    if max(len(first), len(last)) > SUB_SPAN_DIGITS:
+        raise LabelError(f"label {shown[:80]}: a sub-span offset has at most {SUB_SPAN_DIGITS} digits")
+    if first.startswith("0") or last.startswith("0"):
+        raise LabelError(f"label {shown}: sub-span offsets start at L1 (the definition's first line), no leading 0")
+    if int(last) < int(first):
+        raise LabelError(f"label {shown} has a reversed sub-span")
+    return symbol, int(first), int(last)
+
+
+def subspan_anchor(symbol: str, first: int, last: int) -> str:
+    """The anchor of lines `first`..`last` of a definition (`Symbol@L3` for one line)."""
+    return f"{symbol}@L{first}" if first == last else f"{symbol}@L{first}-L{last}"
 
 
 @dataclass(frozen=True)

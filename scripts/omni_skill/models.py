@@ -40,6 +40,7 @@ from .claims import (
     registry_entries,
     same_value,
 )
+from .deploy_platforms import PlatformSection, compare_sections
 from .errors import UsageError
 from .findings import Finding, validation_findings
 from .labels import LabelError, parse_label
@@ -114,6 +115,7 @@ class DeployFile(Label):
     role: Literal["default", "variant"]
     base_config: str | None = None
     stages: list[DeployStage] = Field(default_factory=list)
+    platforms: list[PlatformSection] = Field(default_factory=list)  # deploy_platforms.py
 
 
 class PipelineConfigEntry(Label):
@@ -761,6 +763,8 @@ def _check_deploy(check: Checker, where: Path_, deploy: DeployFile) -> None:
                 actual.get(name),
                 deploy.source,
             )
+    for kind, path, message in compare_sections(deploy.platforms, data):
+        check.add(kind, (*where, *path), f"{label.path}: {message}", deploy.source)
 
 
 def _resolver_returns(node: ast.AST) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from .anchors import AnchorError, fingerprint, locate
-from .anchors.lines import line_hashes
+from .anchors.lines import HASHED_KINDS, line_hashes
 from .findings import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
 from .labels import DEF_RE, Use, code_lines, escape, parse_label, scan_markdown
@@ -50,7 +50,7 @@ def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> 
         blob=entry.sha,
         fingerprint=fingerprint(lines, span),
         uses=[],
-        line_hashes=line_hashes(lines, span) if label.kind == "lines" else "",
+        line_hashes=line_hashes(lines, span) if label.kind in HASHED_KINDS else "",
     )
 
 

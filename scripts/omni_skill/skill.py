@@ -7,14 +7,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import UsageError
-from .findings import Finding
 from .labels import Definition, LabelError, Use, code_lines, parse_label, scan_markdown
 from .yamlcheck import construct, mapping, plain_document
+
+if TYPE_CHECKING:
+    from .findings import Finding
 
 SKILL_FILE = "SKILL.md"
 REFERENCES = "references"
@@ -44,6 +46,8 @@ MAX_FILE_BYTES = 1024 * 1024  # a page or data file; the largest today is about 
 def unreadable_files(root: Path) -> list[Finding]:
     """Pages, data and eval files that are too large or not UTF-8: every other check reads them,
     so these are reported alone (file and line of the first bad byte)."""
+    from .findings import Finding  # pydantic: imported only where a finding is made
+
     findings: list[Finding] = []
     for rel in [*markdown_files(root), *data_files(root), *eval_files(root)]:
         path = root / rel
@@ -130,11 +134,11 @@ def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, list[Finding]
     try:
         text = read_text(root, rel)
     except UsageError as exc:
-        return None, [Finding(kind="yaml-invalid", file=rel, message=str(exc).split(": ", 1)[-1])]
+        return None, [_yaml_invalid(rel, 0, str(exc).split(": ", 1)[-1])]
     try:
         node, problems = plain_document(text)
         if problems:
-            return None, [Finding(kind="yaml-invalid", file=rel, line=n, message=message) for n, message in problems]
+            return None, [_yaml_invalid(rel, n, message) for n, message in problems]
         return node, []
     except yaml.YAMLError:
         pass
@@ -143,9 +147,15 @@ def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, list[Finding]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return None, [Finding(kind="yaml-invalid", file=rel, line=mark.line + 1 if mark else 0, message=problem)]
+        return None, [_yaml_invalid(rel, mark.line + 1 if mark else 0, problem)]
     except RecursionError:
-        return None, [Finding(kind="yaml-invalid", file=rel, message="nested too deeply to read")]
+        return None, [_yaml_invalid(rel, 0, "nested too deeply to read")]
+
+
+def _yaml_invalid(rel: str, line: int, message: str) -> Finding:
+    from .findings import Finding  # pydantic: imported only where a finding is made
+
+    return Finding(kind="yaml-invalid", file=rel, line=line, message=message)
 
 
 def _walk_data(rel: str, node: yaml.Node, out: SkillLabels) -> None:
@@ -203,6 +213,8 @@ def _test_reference(rel: str, line: int, word: str) -> list[TestReference]:
 
 def collect(root: Path) -> SkillLabels:
     """Every citation use, definition, value claim and test reference of the skill."""
+    from .findings import Finding  # pydantic: imported only where a finding is made
+
     out = SkillLabels()
     for rel in markdown_files(root):
         text = read_text(root, rel)

@@ -13,7 +13,7 @@ import yaml
 
 from .anchors.markdown import slug
 from .findings import Finding
-from .labels import headings, markdown_tokens
+from .labels import CODE_SPAN, headings, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 from .yamlcheck import yaml_problems
 
@@ -155,7 +155,6 @@ def check_frontmatter(root: Path, installed: bool) -> list[Finding]:
     return findings
 
 
-CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 INLINE_LINK = re.compile(r"(?<![!\\])\[(?:[^\[\]\\]|\\.)*\]\(\s*<?([^)\s>]*)")
 
 
@@ -278,4 +277,77 @@ def prose(text: str) -> str:
 def check_structure(root: Path, installed: bool) -> list[Finding]:
     if not (root / SKILL_FILE).exists():
         return [Finding(kind="layout", file=SKILL_FILE, message=f"no {SKILL_FILE} in {root}")]
-    return check_frontmatter(root, installed) + check_routing(root)
+    return check_frontmatter(root, installed) + check_routing(root) + check_literal_conflicts(root)
+
+
+_NAME = r"-{0,2}[A-Za-z_][\w.\[\]-]*"
+_VALUE = r"-?\d[\d._]*|True|False|None|true|false"
+STATED_LITERAL = (  # each yields (name, value): `name = value`, `name` = value, `name` (default value)
+    re.compile(r"`(" + _NAME + r")\s*=\s*([^`=]+?)\s*`"),
+    re.compile(r"`(" + _NAME + r")`\s*=\s*`?(" + _VALUE + r")\b`?"),
+    re.compile(r"`(" + _NAME + r")`,?\s+(?:\(default|defaults? to|default)\s+`?(" + _VALUE + r")\b`?"),
+)
+SENTENCE_BREAK = re.compile(r"(?<=[.;])\s+(?=[A-Z`(\[])")
+
+
+@dataclass(frozen=True)
+class StatedLiteral:
+    """A literal stated for a name (`name = value`, `name` = value, `name` (default value)) in a
+    sentence or table row that cites exactly one label."""
+
+    label: str
+    name: str
+    value: str
+    file: str
+    line: int
+
+
+def _segments(text: str) -> list[tuple[int, str]]:
+    """(1-based line, text) of every sentence of a page's prose: a table row is one, paragraph text
+    is split at sentence ends. Code blocks are skipped (block parse), as are link definitions."""
+    found: list[tuple[int, str]] = []
+    for block in markdown_tokens(prose(text)):
+        if block.type != "inline" or not block.map:
+            continue
+        paragraph: list[str] = []
+        for offset, line in enumerate(block.content.split("\n")):
+            if line.lstrip().startswith("|"):
+                found.append((block.map[0] + offset + 1, line))
+            else:
+                paragraph.append(line)
+        found.extend((block.map[0] + 1, part) for part in SENTENCE_BREAK.split(" ".join(paragraph)) if part)
+    return found
+
+
+def stated_literals(rel: str, text: str) -> list[StatedLiteral]:
+    from .labels import USE_RE, unescape
+
+    found: list[StatedLiteral] = []
+    for line, segment in _segments(text):
+        labels = {unescape(m.group(1)) for m in USE_RE.finditer(segment)}
+        if len(labels) != 1:
+            continue
+        bare = USE_RE.sub("]", segment)  # the label text itself states nothing
+        for pattern in STATED_LITERAL:
+            for match in pattern.finditer(bare):
+                found.append(StatedLiteral(next(iter(labels)), match.group(1), match.group(2), rel, line))
+    return found
+
+
+def check_literal_conflicts(root: Path) -> list[Finding]:
+    """Two pages that cite the same label in a sentence stating `name = value` must agree on the
+    value: one fact, one value (a restated fact that drifted is a contradiction)."""
+    first: dict[tuple[str, str], StatedLiteral] = {}
+    findings: list[Finding] = []
+    for rel in markdown_files(root):
+        for stated in stated_literals(rel, read_text(root, rel)):
+            seen = first.setdefault((stated.label, stated.name), stated)
+            if seen.file != stated.file and seen.value != stated.value:
+                message = (
+                    f"`{stated.name} = {stated.value}` next to this label, but {seen.file}:{seen.line} "
+                    f"states `{seen.name} = {seen.value}` next to it: keep the fact in one page and link to it"
+                )
+                findings.append(
+                    Finding(kind="literal-conflict", file=rel, line=stated.line, message=message, label=stated.label)
+                )
+    return findings

@@ -203,6 +203,11 @@ class WheelTree(FileTree):
             raise BlobError(f"is larger than {MAX_FILE_BYTES} bytes in the wheel")
         return data
 
+    def built(self) -> str:
+        """The newest member date of the wheel (when it was built), as an ISO date-time."""
+        newest = max((info.date_time for info in self.members.values()), default=(1980, 1, 1, 0, 0, 0))
+        return "%04d-%02d-%02dT%02d:%02d:%02d" % newest  # noqa: UP031
+
     def metadata(self) -> str | None:
         found = [n for n in self.members if PurePosixPath(n).parent.name.endswith(".dist-info") and n.count("/") == 1]
         names = [n for n in found if n.endswith("/METADATA")]

@@ -40,6 +40,11 @@ def locate(label: Label, text: str, quick: bool = False, text_lines: list[str] |
         return Span(1, max(1, len(text.splitlines()) if count is None else count))
     if kind == "lines":
         return lines.locate(text, label.anchor, count)
+    if kind == "subspan":
+        from ..labels import split_subspan
+
+        symbol, first, last = split_subspan(label.anchor)
+        return python.sub_span(locate(Label(label.path, symbol), text, quick, text_lines), symbol, first, last)
     if kind == "python":
         if quick:
             name = python.split_occurrence(label.anchor)[0]

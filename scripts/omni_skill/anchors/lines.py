@@ -17,6 +17,7 @@ from ..labels import LINE_RANGE
 from . import AnchorError, Span
 
 FLOOR = 0.6
+HASHED_KINDS = ("lines", "subspan")  # citations re-found by their lines, whose records keep line hashes
 HASH_CHARS = 8  # 32 bits: enough to tell a file's lines apart, too few to stand for their text
 
 
@@ -60,7 +61,7 @@ def file_hashes(lines: list[str]) -> list[str]:
     return found
 
 
-def refind(cited: list[str], lines: list[str]) -> tuple[Span, float] | None:
+def align(cited: list[str], lines: list[str]) -> tuple[Span, float] | None:
     """Where the cited lines (their hashes) are in `lines` after edits, and the similarity; None
     when no run of them is found exactly once or the best alignment is below `FLOOR`."""
     if not cited:

@@ -99,6 +99,20 @@ def locate(text: str, anchor: str) -> Span:
     return find(text, anchor)[0]
 
 
+def sub_span(whole: Span, symbol: str, first: int, last: int) -> Span:
+    """The absolute lines of lines `first`..`last` (1 = the definition's first line) of the
+    definition `symbol` found at `whole`; AnchorError when they run past its end."""
+    length = whole.end - whole.start + 1
+    if last > length:
+        shown = f"L{first}" if first == last else f"L{first}-L{last}"
+        raise AnchorError(
+            "missing",
+            f"sub-span @{shown} runs past the end of {symbol!r}, which has {length} line(s) "
+            f"(L{whole.start}-L{whole.end} of the file)",
+        )
+    return Span(whole.start + first - 1, whole.start + last - 1)
+
+
 TRANSPARENT = re.compile(r"^(if|elif|else|try|except|finally|with|async\s+with)\b")
 
 

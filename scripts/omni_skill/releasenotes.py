@@ -1,0 +1,189 @@
+"""Per-release notes: for each release, what differs from the pinned revision that this skill
+describes — the facts the skill mentions whose value or presence differs there, then a count of
+everything else — as one short generated page an agent can read in a chat.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .facts import PIN, Fact, FactsFile, normalise
+
+NOTES_DIR = "references/serving-tuning/releases"
+NOTES_INDEX = "references/serving-tuning/release-notes.md"
+MAX_ROWS = 26  # rows of differing facts per page (a page stays near 1.5k tokens)
+CODE = re.compile(r"`([^`\n]{2,80})`")
+# Kinds whose difference matters to a user's configuration, most asked first.
+KIND_ORDER = (
+    "flag",
+    "config-field",
+    "pipeline-wide-field",
+    "reserved-key",
+    "env",
+    "pipeline",
+    "deploy-file",
+    "diffusion-model",
+    "cache-backend",
+    "connector",
+    "attention-backend",
+    "quantization-method",
+    "endpoint",
+    "entry-kwarg",
+    "deep-merge-key",
+    "cli-flag",
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str
+    name: str
+    there: str  # how it reads in the release ("absent", "= 300", ...)
+    pinned: str
+    where: str  # release path:line, or the pin's when absent in the release
+    url: str
+    mentioned: bool  # the skill's pages name it
+
+
+def _state(fact: Fact | None) -> str:
+    if fact is None:
+        return "absent"
+    parts = []
+    if fact.kind in ("flag", "cli-flag", "config-field", "env", "entry-kwarg"):
+        if fact.default is not None:
+            parts.append(f"= {_short(fact.default)}")
+        elif not ({"computed", "factory", "required"} & set(fact.attrs)):
+            parts.append("= None")
+    for key in ("choices", "action", "value"):
+        if key in fact.attrs:
+            parts.append(f"{key} {_short(fact.attrs[key])}")
+    return ", ".join(parts) or "present"
+
+
+def _short(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def mentioned_names(root: Path, pages: list[str]) -> set[str]:
+    """Names the skill's pages write as inline code, normalised as facts match them."""
+    found: set[str] = set()
+    for rel in pages:
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        text = text.split("<!-- citations -->", 1)[0]
+        for match in CODE.finditer(text):
+            token = match.group(1).strip()
+            for part in re.split(r"[\s=:,()]+", token):
+                if part:
+                    found.add(normalise(part))
+    return found
+
+
+def _mentioned(fact_name: str, names: set[str]) -> bool:
+    candidates = {normalise(fact_name)}
+    for separator in (".", ":", " "):
+        if separator in fact_name:
+            candidates.add(normalise(fact_name.rsplit(separator, 1)[1]))
+    return bool(candidates & names)
+
+
+def differences(facts: FactsFile, release: str, names: set[str]) -> list[Difference]:
+    from .factsverbs import blob_url
+
+    there = {f.key: f for f in facts.at(release)}
+    pinned = {f.key: f for f in facts.at(PIN)}
+    found = []
+    for key in set(there) | set(pinned):
+        old, new = there.get(key), pinned.get(key)
+        if old is not None and new is not None and _state(old) == _state(new):
+            continue
+        shown = old or new
+        assert shown is not None
+        engine = release if old is not None else PIN
+        found.append(
+            Difference(
+                kind=key[0],
+                name=key[1],
+                there=_state(old),
+                pinned=_state(new),
+                where=shown.where,
+                url=blob_url(engine, facts.revision, shown.where),
+                mentioned=_mentioned(key[1], names),
+            )
+        )
+    rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
+    return sorted(found, key=lambda d: (not d.mentioned, rank.get(d.kind, 99), d.name))
+
+
+def render_notes(facts: FactsFile, release: str, names: set[str], counts: dict[str, int] | None) -> str:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("omni_skill", "templates"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    found = differences(facts, release, names)
+    shown = [d for d in found if d.mentioned][:MAX_ROWS]
+    by_kind: dict[str, int] = {}
+    for d in found:
+        if d not in shown:
+            by_kind[d.kind] = by_kind.get(d.kind, 0) + 1
+    order = facts.order()
+    stamp = {e.id: e for e in facts.engines}
+    return env.get_template("release-notes.md.j2").render(
+        release=release,
+        revision=facts.revision,
+        release_date=stamp[release].date[:10],
+        pin_date=stamp[PIN].date[:10],
+        newer=order.index(release) > order.index(PIN),
+        rows=[_cell_row(d) for d in shown],
+        total=len(found),
+        rest=sorted(by_kind.items(), key=lambda kv: -kv[1]),
+        counts=counts or {},
+    )
+
+
+def _cell_row(d: Difference) -> dict[str, str]:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+    return {
+        "kind": d.kind,
+        "name": cell(d.name),
+        "there": cell(d.there),
+        "pinned": cell(d.pinned),
+        "where": d.where.rsplit("/", 1)[-1],
+        "url": d.url,
+    }
+
+
+def render_index(facts: FactsFile) -> str:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("omni_skill", "templates"), undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True
+    )
+    releases = [e for e in facts.engines if e.id != PIN]
+    pin = next(e for e in facts.engines if e.id == PIN)
+    return env.get_template("release-notes-index.md.j2").render(releases=releases, pin=pin).rstrip("\n") + "\n"
+
+
+def notes_pages(root: Path, facts: FactsFile, pages: list[str], counts: dict[str, dict[str, int]]) -> dict[str, str]:
+    """Every generated page by path: the index and one page per release."""
+    names = mentioned_names(root, [p for p in pages if not p.startswith(NOTES_DIR) and p != NOTES_INDEX])
+    contents = {NOTES_INDEX: render_index(facts)}
+    for engine in facts.engines:
+        if engine.id != PIN:
+            contents[f"{NOTES_DIR}/{engine.id}.md"] = render_notes(facts, engine.id, names, counts.get(engine.id))
+    return contents
