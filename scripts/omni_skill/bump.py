@@ -484,7 +484,10 @@ def _classify_subspan(
         return Classified(entry("missing", note=note), None)
     result, ratio = placed_here
     span = _span(result.start, result.end)
-    relabelled = result.label != record.label
+    # other offsets (not merely another spelling of the same ones, `@L1-L1` for `@L1`) are a new label
+    relabelled = split_subspan(result.anchor)[1:] != split_subspan(label.anchor)[1:]
+    if not relabelled:
+        result = result.model_copy(update={"label": record.label, "anchor": record.anchor})
     note = f"the lines moved inside {label.symbol}: relabelled" if relabelled else ""
     if result.fingerprint != record.fingerprint:
         if ratio is None:
