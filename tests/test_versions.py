@@ -132,15 +132,36 @@ def test_removed_definition_and_file_are_missing(pinned, tmp_path, capsys):
     assert data["counts"]["missing"] == 3
 
 
-def test_text_report_names_sections_that_hold_and_to_reread(pinned, tmp_path, capsys):
+def test_text_report_counts_claims_and_lists_those_that_do_not_hold(pinned, tmp_path, capsys):
     wheel = make_wheel(tmp_path / "w", "1.2.0", CHANGED)
     capsys.readouterr()
     assert main(["drift", "--root", str(pinned), "--wheel", str(wheel)]) == 1
     out = capsys.readouterr().out
     assert "(vllm-omni 1.2.0)" in out
-    assert "Sections: 1 hold, 1 to re-read, 1 cite only files this engine does not ship." in out
-    assert f"  branch / references/branch/README.md / Config: {LABELS['start']} (changed)\n" in out
-    assert "  branch / references/branch/README.md / Deploy\n" in out
+    assert ": 4 hold, 0 changed only cosmetically, 1 changed, 0 missing, 1 cite only files" in out
+    assert "  references/branch/README.md: 1 changed\n    changed  L6 § Config: start: start\n" in out
+
+
+def test_a_change_in_comments_and_docstrings_only_is_cosmetic(pinned, tmp_path, capsys):
+    cosmetic = CONFIG_PY.replace(
+        "    return timeout\n", '    """Start."""\n    # the timeout, as given\n    return timeout\n'
+    )
+    wheel = make_wheel(tmp_path / "w", "1.5.0", {"vllm_omni/config.py": cosmetic})
+    code, data = run_json(capsys, "drift", "--root", str(pinned), "--wheel", str(wheel))
+    entry = next(e for e in data["entries"] if e["label"] == LABELS["start"])
+    assert (entry["status"], entry["cosmetic"]) == ("changed", True)
+    assert data["claims"]["counts"] == {"holds": 4, "changed-cosmetic": 1, "changed": 0, "missing": 0, "not-shipped": 1}
+    assert code == 0  # every claim holds in substance
+
+
+def test_drift_json_judges_each_claim_by_its_worst_citation(pinned, tmp_path, capsys):
+    wheel = make_wheel(tmp_path / "w", "1.3.0", {**GONE, "vllm_omni/deploy.yaml": None})
+    _, data = run_json(capsys, "drift", "--root", str(pinned), "--wheel", str(wheel))
+    items = {i["text"]: i for i in data["claims"]["items"]}
+    assert items["start: start"]["verdict"] == "missing"
+    assert items["start: start"]["labels"] == {LABELS["start"]: "missing"}
+    assert items["test: test"]["verdict"] == "not-shipped"
+    assert len(data["claims"]["items"]) == sum(data["claims"]["counts"].values()) == 6
 
 
 def test_markdown_report_has_a_row_per_section(pinned, tmp_path, capsys):
@@ -517,3 +538,28 @@ def test_drift_on_a_release_agrees_with_the_matrix(pinned, wheels, capsys):
         capsys, "drift", "--root", str(pinned), "--wheel", str(wheels / "vllm_omni-1.2.0-py3-none-any.whl")
     )
     assert found["release"] == {"version": "1.2.0", "disagreements": []}
+
+
+def test_release_matrix_records_the_claims_that_do_not_hold(pinned, wheels, capsys):
+    assert releases(pinned, wheels) == 0
+    data = json.loads((pinned / "evidence/releases.json").read_text())
+    by_version = {r["version"]: r for r in data["releases"]}
+    assert by_version["1.0.0"]["claims"] == {next(iter(by_version["1.0.0"]["claims"])): "not-shipped"}
+    changed = by_version["1.2.0"]
+    assert sorted(changed["claims"].values()) == ["changed", "not-shipped"]
+    assert next(k for k, v in changed["claims"].items() if v == "changed").startswith(
+        "references/branch/README.md#config@"
+    )
+    assert changed["claim_counts"] == {"holds": 4, "changed-cosmetic": 0, "changed": 1, "missing": 0, "not-shipped": 1}
+
+
+def test_check_finds_claim_verdicts_the_pages_no_longer_make(pinned, wheels, capsys):
+    assert releases(pinned, wheels) == 0
+    page = pinned / "references/branch/README.md"
+    text = page.read_text()
+    start = f"[start][{LABELS['start']}]"
+    page.write_text(text.replace("- const: [const]", f"- const and {start}: [const]"))  # a claim now rests on start too
+    assert main(["resolve", "--root", str(pinned), "--source", str(pinned.parent / "engine")]) == 0
+    capsys.readouterr()
+    assert main(["check", "--root", str(pinned)]) == 1
+    assert "releases-stale: release 1.2.0: its claim verdicts differ from the pages' claims" in capsys.readouterr().out

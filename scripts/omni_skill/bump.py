@@ -19,7 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .anchors import AnchorError, python
+from .anchors import AnchorError, Span, python
+from .anchors.code import same_code
 from .anchors.lines import align, file_hashes, line_hash
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
 from .labels import Label, escape, heading_at, parse_label, split_subspan, subspan_anchor
@@ -47,6 +48,9 @@ class BumpEntry(BaseModel):
     similarity: float | None = None
     candidates: list[str] = Field(default_factory=list)
     note: str = ""
+    cosmetic: bool = Field(
+        default=False, description="changed only in docstrings, comments or layout (same code fingerprint)"
+    )
     uses: list[UseContext] = Field(default_factory=list)
 
 
@@ -123,6 +127,7 @@ def refind(
     digest: str,
     old_lines: list[str] | None,
     cited: list[str] | None = None,
+    hashes: list[str] | None = None,
 ) -> tuple[int, int, float] | None:
     """(first, last, similarity), 1-based in `lines`, of the `width` cited lines whose fingerprint
     is `digest`, whose line hashes are `cited` (from the index) and that sat at line `start`: the
@@ -137,7 +142,7 @@ def refind(
     # where its first line matches; its fingerprint then decides.
     known = old_lines is not None and _digest(old_lines) == digest
     cited = cited or ([line_hash(line) for line in old_lines or []] if known else [])
-    now = file_hashes(lines) if cited else []
+    now = (hashes if hashes is not None else file_hashes(lines)) if cited else []
     for distance in range(0, max(home, last - home) + 1):
         for i in (home - distance, home + distance) if distance else (home,):
             if not 0 <= i <= last:
@@ -146,7 +151,7 @@ def refind(
                 continue
             if _digest([line.rstrip() for line in lines[i : i + width]]) == digest:
                 return i + 1, i + width, 1.0
-    aligned = align(cited, lines)
+    aligned = align(cited, lines, now if cited else None)
     if aligned is not None:
         span, score = aligned
         return span.start, span.end, score
@@ -270,6 +275,28 @@ def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
 
 
 def classify(
+    record: EvidenceRecord,
+    new: EngineFiles,
+    old: Source | None,
+    definers: dict[str, list[str]] | None = None,
+    renames: dict[str, str] | None = None,
+    resolved: dict[str, EvidenceRecord | Unresolved] | None = None,
+) -> Classified:
+    """The citation's status at the new engine; a changed one is marked `cosmetic` when its code
+    fingerprint is the pinned one (only docstrings, comments or layout differ)."""
+    found = _classify(record, new, old, definers, renames, resolved)
+    if found.entry.status == "changed" and found.record is not None and record.code_fingerprint:
+        now = found.record
+        label = parse_label(now.label)
+        try:
+            text, lines = new.text(now.path), new.lines(now.path)
+        except (KeyError, BlobError):
+            return found
+        found.entry.cosmetic = same_code(label, record.code_fingerprint, text, lines, Span(now.start, now.end))
+    return found
+
+
+def _classify(
     record: EvidenceRecord,
     new: EngineFiles,
     old: Source | None,
@@ -417,8 +444,9 @@ def _place_subspan(
     symbol, first, last = split_subspan(parse_label(record.label).anchor)
     inside = [line.rstrip() for line in new.lines(path)[whole.start - 1 : whole.end]]
     cited = record.line_hashes.split()
+    hashes = file_hashes(new.lines(path))[whole.start - 1 : whole.end] if cited else None
     found: tuple[int, int, float | None] | None = refind(
-        inside, first, last - first + 1, record.fingerprint, old_lines, cited
+        inside, first, last - first + 1, record.fingerprint, old_lines, cited, hashes
     )
     if found is None and old_lines is None and last <= len(inside):
         found = (first, last, None)

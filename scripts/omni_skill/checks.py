@@ -332,7 +332,7 @@ def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding
         file, line = (where.file, where.line) if where else (INDEX_PATH, 0)
         from .resolve import Unresolved, resolve_label  # (imported here: the forked side needs it rarely)
 
-        result = resolve_label(record.label, source)
+        result = resolve_label(record.label, source, code=True)
         if isinstance(result, Unresolved):
             findings.append(Finding(kind=result.kind, file=file, line=line, message=result.message, label=record.label))
             continue
@@ -347,6 +347,8 @@ def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding
             problems.append("fingerprint of the cited text differs from the index")
         elif result.line_hashes != record.line_hashes:
             problems.append("line hashes of the cited lines differ from the index")
+        elif result.code_fingerprint != record.code_fingerprint:
+            problems.append("code fingerprint of the cited span differs from the index")
         for problem in problems:
             findings.append(
                 Finding(

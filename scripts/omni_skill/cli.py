@@ -33,6 +33,7 @@ AGENTS = ("claude", "codex", "cursor")
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion")
 ENV_VAR = "VLLM_OMNI_SOURCE"
 RELEASES_PATH = "evidence/releases.json"
+DRIFT_CLAIM_LINES = 24  # claims drift's text lists without --verbose (with its other lines: about 60)
 VERSIONS_PAGE = "references/serving-tuning/versions.md"
 SKILL_FILE = "SKILL.md"
 # Verbs that write the skill finish an interrupted write first; verbs that read pages refuse
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(drift, source=False)
     _engine_options(drift)
     drift.add_argument("--revision", default="HEAD", help="with --source: revision of your checkout (default: HEAD)")
+    drift.add_argument("--verbose", action="store_true", help="list every claim that does not hold, with its citations")
 
     show = verbs.add_parser(
         "show",
@@ -481,7 +483,7 @@ def cmd_bump(args: argparse.Namespace) -> int:
     from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
     from .checks import check_index, check_proposed
     from .report import render
-    from .resolve import outputs, pinned, verification
+    from .resolve import outputs, pinned, verification, with_code_fingerprints
     from .skill import collect
     from .source import Source
     from .writes import write_files
@@ -515,7 +517,7 @@ def cmd_bump(args: argparse.Namespace) -> int:
     if not args.dry_run and not blocked:
         renames = {c.entry.label: c.entry.new_label for c in classified if c.entry.new_label != c.entry.label}
         texts = relabel(root, renames, {r.label: r.uses for r in index.records})
-        bumped = new_index(new.commit, classified)
+        bumped = with_code_fingerprints(new_index(new.commit, classified), new)
         pinned_now = pinned(new, provenance, verification(bumped, []))
         contents = outputs(root, bumped, pinned_now, texts)
         rejected = check_proposed(root, contents, new)
@@ -543,6 +545,8 @@ def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> En
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from .bump import GIT_STATUSES, classify_all, counts, use_contexts
+    from .pageclaims import by_page, citation_verdict, claim_items, page_claims, verdicts
+    from .pageclaims import counts as claim_counts
     from .report import render
     from .source import Source
     from .versions import TREE_STATUSES, classify_tree, disagreements, load_matrix, matching_release, sections
@@ -562,12 +566,19 @@ def cmd_drift(args: argparse.Namespace) -> int:
         if matched is not None:  # verified afresh above; the matrix must agree
             release = {"version": matched.version, "disagreements": disagreements(matched, entries)}
     found = sections(entries)
+    claims = page_claims(root, index)
+    by_label = {e.label: citation_verdict(e.status, e.cosmetic, e.similarity) for e in entries}
+    judged = verdicts(claims, by_label)
+    items = claim_items(claims, judged, by_label)
+    pages, hidden = by_page(items, None if args.verbose else DRIFT_CLAIM_LINES)
     data = {
         "verb": "drift",
         "from_revision": provenance.revision,
         "engine": engine.describe(),
         "release": release,
         "counts": counts(entries, statuses),
+        "cosmetic": sum(1 for e in entries if e.status == "changed" and e.cosmetic),
+        "claims": {"counts": claim_counts(judged), "items": items},
         "sections": [
             {
                 "branch": s.branch,
@@ -583,8 +594,9 @@ def cmd_drift(args: argparse.Namespace) -> int:
     }
     if args.format != "json":
         data["status"] = {e.label: e.status for e in entries}
+        data["pages"], data["hidden"], data["verbose"] = pages, hidden, args.verbose
     sys.stdout.write(render("drift", data, args.format))
-    return 1 if any(s.verdict == "re-read" for s in found) else 0
+    return 1 if any(v in ("changed", "missing") for v in judged.values()) else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -653,6 +665,7 @@ def _wheel_files(given: list[Path]) -> list[Path]:
 def cmd_releases(args: argparse.Namespace) -> int:
     from .bump import use_contexts
     from .index import dump_json
+    from .pageclaims import page_claims
     from .report import render
     from .trees import WheelTree, require_cited
     from .versions import RELEASES_SCHEMA_PATH, matrix, release_of, render_page, schema_json
@@ -661,6 +674,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     root = _root(args)
     index, _ = _pinned_state(root)
     contexts = use_contexts(root, index)
+    claims = page_claims(root, index)
     releases = []
     versions: dict[str, Path] = {}
     trees = []
@@ -670,7 +684,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
         versions[tree.version] = path
         require_cited(tree, [r.path for r in index.records])
-        releases.append(release_of(index, tree, contexts))
+        releases.append(release_of(index, tree, contexts, claims))
         trees.append(tree)
     found = matrix(index, releases)
     contents = {

@@ -38,11 +38,19 @@ class EvidenceRecord(BaseModel):
         "space-separated, to re-find the range by its lines where its text was edited; absent for other kinds",
     )
 
+    code_fingerprint: str = Field(
+        default="",
+        description="a hash of what the span's code does, blind to docstrings, comments and layout (Python: "
+        "its AST, after a quick hash of its names; YAML: its data; lines of Python: their tokens): a release "
+        "whose span has the same one differs only cosmetically; absent where there is none",
+    )
+
     @model_serializer(mode="wrap")
     def _without_empty_hashes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if not data.get("line_hashes"):
-            data.pop("line_hashes", None)
+        for optional in ("line_hashes", "code_fingerprint"):
+            if not data.get(optional):
+                data.pop(optional, None)
         return data
 
 

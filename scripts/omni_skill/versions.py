@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .bump import BumpEntry, UseContext, classify, counts, use_contexts
 from .findings import Finding, stale_schema
 from .index import EvidenceIndex, EvidenceRecord, strict_json
+from .pageclaims import PageClaim, citation_verdict, page_claims, verdicts
+from .pageclaims import counts as claim_counts
 from .trees import FileTree
 
 RELEASES_PATH = "evidence/releases.json"
@@ -30,6 +32,7 @@ TREE_STATUSES = ("unchanged", "moved", "changed", "missing", "not-shipped")
 REFRESH = "omni-skill releases --wheel DIR (a folder of the release wheels; see README)"
 
 TreeStatus = Literal["unchanged", "moved", "changed", "missing", "not-shipped"]
+ClaimVerdict = Literal["changed-cosmetic", "changed", "missing", "not-shipped"]
 Verdict = Literal["holds", "re-read", "not-shipped"]
 
 
@@ -138,8 +141,20 @@ class Release(BaseModel):
     statuses: dict[str, TreeStatus] = Field(description="status of every citation label in this release")
     spans: dict[str, str] = Field(description="label to its span in this release (L<a>-L<b>), for moved and changed")
     blobs: dict[str, str] = Field(
-        description="git blob id of every cited file the wheel holds: a tree with exactly these files has "
-        "exactly these statuses, so `drift` takes them from here"
+        description="git blob id of every cited file the wheel holds: `drift` names the release whose files "
+        "a tree has (and still verifies every citation)"
+    )
+    cosmetic: list[str] = Field(
+        default_factory=list,
+        description="changed citations whose code is the pinned code but for docstrings, comments and layout "
+        "(same code fingerprint), sorted",
+    )
+    claim_counts: dict[str, int] = Field(
+        default_factory=dict, description="claims of the pages per verdict (holds, changed-cosmetic, changed, ...)"
+    )
+    claims: dict[str, ClaimVerdict] = Field(
+        default_factory=dict,
+        description="claim id (page#section@hash of its labels) to its verdict, for every claim that does not hold",
     )
 
 
@@ -164,17 +179,32 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def release_of(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> Release:
+def release_of(
+    index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]], claims: list[PageClaim]
+) -> Release:
     entries = sorted(classify_tree(index, tree, contexts), key=lambda e: e.label)
+    statuses = {e.label: e.status for e in entries}
+    cosmetic = sorted(e.label for e in entries if e.status == "changed" and e.cosmetic)
+    found = claim_verdicts(claims, statuses, cosmetic)
     return Release(
         version=tree.version,
         wheel=tree.location.name,
         sha256=file_sha256(tree.location),
         counts=counts(entries, TREE_STATUSES),
-        statuses={e.label: e.status for e in entries},  # type: ignore[misc]
+        statuses=statuses,  # type: ignore[arg-type]
         spans={e.label: e.new_span for e in entries if e.status in ("moved", "changed") and e.new_span},
         blobs=cited_blobs(index, tree),
+        cosmetic=cosmetic,
+        claim_counts=claim_counts(found),
+        claims={claim: verdict for claim, verdict in sorted(found.items()) if verdict != "holds"},  # type: ignore[misc]
     )
+
+
+def claim_verdicts(claims: list[PageClaim], statuses: Mapping[str, str], cosmetic: Iterable[str]) -> dict[str, str]:
+    """Claim id -> verdict, from each citation's status in an engine (and which changes are cosmetic)."""
+    marked = set(cosmetic)
+    by_label = {label: citation_verdict(status, label in marked) for label, status in statuses.items()}
+    return verdicts(claims, by_label)
 
 
 def cited_blobs(index: EvidenceIndex, tree: FileTree) -> dict[str, str]:
@@ -355,6 +385,8 @@ def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
     if why:
         findings.append(Finding(kind="releases-stale", file=RELEASES_PATH, message=f"{why}: run `{REFRESH}`"))
     findings += stale_schema(root, RELEASES_SCHEMA_PATH, schema_json(), "release", REFRESH)
+    if not why:
+        findings += stale_claims(found, page_claims(root, index))
     page = root / VERSIONS_PAGE
     if not why:
         expected = render_page(found, index, use_contexts(root, index))
@@ -367,3 +399,18 @@ def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
                 )
             )
     return findings
+
+
+def stale_claims(found: ReleaseMatrix, claims: list[PageClaim]) -> list[Finding]:
+    """Each release's claim verdicts are those its statuses give the pages' claims as they are now."""
+    for release in found.releases:
+        expected = claim_verdicts(claims, release.statuses, release.cosmetic)
+        recorded = {claim: verdict for claim, verdict in expected.items() if verdict != "holds"}
+        if release.claims != recorded or release.claim_counts != claim_counts(expected):
+            differ = len(set(recorded.items()) ^ set(release.claims.items()))
+            message = (
+                f"release {release.version}: its claim verdicts differ from the pages' claims ({differ} differ; "
+                f"the pages changed since): run `{REFRESH}`"
+            )
+            return [Finding(kind="releases-stale", file=RELEASES_PATH, message=message)]
+    return []

@@ -61,12 +61,13 @@ def file_hashes(lines: list[str]) -> list[str]:
     return found
 
 
-def align(cited: list[str], lines: list[str]) -> tuple[Span, float] | None:
+def align(cited: list[str], lines: list[str], hashes: list[str] | None = None) -> tuple[Span, float] | None:
     """Where the cited lines (their hashes) are in `lines` after edits, and the similarity; None
-    when no run of them is found exactly once or the best alignment is below `FLOOR`."""
+    when no run of them is found exactly once or the best alignment is below `FLOOR`. `hashes`:
+    the lines' hashes, when the caller has them."""
     if not cited:
         return None
-    now = file_hashes(lines)
+    now = hashes if hashes is not None else file_hashes(lines)
     # the longest run of consecutive cited lines in the file (earliest in the file on a tie)
     found = difflib.SequenceMatcher(None, now, cited, autojunk=False).find_longest_match(0, len(now), 0, len(cited))
     at, size, first_cited = found.a, found.size, found.b

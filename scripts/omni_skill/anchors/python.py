@@ -395,6 +395,28 @@ def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
     return (span, module.body[0]) if module is not None else None
 
 
+NAMED = re.compile(r"\s*(?:(?:async\s+)?(?:def|class)\s+(\w+)|(\w+)\s*[:=])")
+_NAMED_LINES: dict[int, tuple[list[str], dict[str, list[int]]]] = {}
+
+
+def _named_lines(lines: list[str]) -> dict[str, list[int]]:
+    """Name -> 0-based lines that may define it (`def`/`class` NAME, or NAME followed by `:` or
+    `=`): every line `_defines_block` or `_assigns` accepts, found in one pass per file instead of
+    one per anchor. Remembered for the last few line lists (by identity)."""
+    cached = _NAMED_LINES.get(id(lines))
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    found: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        match = NAMED.match(line)
+        if match:
+            found.setdefault(match.group(1) or match.group(2), []).append(index)
+    if len(_NAMED_LINES) >= 64:
+        _NAMED_LINES.pop(next(iter(_NAMED_LINES)))
+    _NAMED_LINES[id(lines)] = (lines, found)
+    return found
+
+
 def quick_span(lines: list[str], anchor: str) -> Span | None:
     """The span `quick_find` proves, without building the definition's node."""
     name, nth = split_occurrence(anchor)
@@ -403,8 +425,9 @@ def quick_span(lines: list[str], anchor: str) -> Span | None:
     bare = name.rsplit(".", 1)[-1]
     found: list[Span] = []
     strings: frozenset[int] | None = None
-    for index, line in enumerate(lines):
-        if bare not in line or not (_defines_block(line, bare) or _assigns(line, bare)):
+    for index in _named_lines(lines).get(bare, ()):
+        line = lines[index]
+        if not (_defines_block(line, bare) or _assigns(line, bare)):
             continue
         if strings is None:
             strings = string_lines(lines)
