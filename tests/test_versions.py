@@ -563,3 +563,22 @@ def test_check_finds_claim_verdicts_the_pages_no_longer_make(pinned, wheels, cap
     capsys.readouterr()
     assert main(["check", "--root", str(pinned)]) == 1
     assert "releases-stale: release 1.2.0: its claim verdicts differ from the pages' claims" in capsys.readouterr().out
+
+
+def test_show_diff_prints_the_pinned_text_against_the_engines(pinned, tmp_path, capsys, monkeypatch):
+    wheel = make_wheel(tmp_path / "w", "1.2.0", CHANGED)
+    monkeypatch.setenv("VLLM_OMNI_SOURCE", str(tmp_path / "engine"))
+    capsys.readouterr()
+    assert main(["show", LABELS["start"], "--root", str(pinned), "--wheel", str(wheel), "--diff"]) == 1
+    out = capsys.readouterr().out
+    assert "\n-    return timeout\n+    return 0\n" in out
+    assert "--- vllm_omni/config.py L" in out and "(pinned)" in out
+
+
+def test_show_diff_without_the_pinned_source_says_so_and_prints_the_span(pinned, tmp_path, capsys):
+    wheel = make_wheel(tmp_path / "w", "1.2.0", CHANGED)
+    capsys.readouterr()
+    assert main(["show", LABELS["start"], "--root", str(pinned), "--wheel", str(wheel), "--diff"]) == 1
+    out = capsys.readouterr().out
+    assert "the diff needs the pinned text, which the skill does not store: set VLLM_OMNI_SOURCE" in out
+    assert "|     return 0\n" in out and "+    return 0" not in out

@@ -124,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("label", help="a citation label of the skill, e.g. src:vllm_omni/x.py::Class.method")
     _engine_options(show)
     show.add_argument("--revision", help="with --source: the revision to read (default: the pinned one)")
+    show.add_argument(
+        "--diff",
+        action="store_true",
+        help=f"print the span's unified diff, pinned text -> your engine (needs the pinned source: --source or ${ENV_VAR})",
+    )
 
     rel = verbs.add_parser(
         "releases",
@@ -624,10 +629,29 @@ def cmd_show(args: argparse.Namespace) -> int:
         start, end = int(first), int(last or first)
         text = engine.files.lines(path)
         lines = [{"number": n, "text": text[n - 1]} for n in range(start, min(end, len(text)) + 1)]
+    diff: list[str] = []
+    diff_note = ""
+    if args.diff:
+        pinned_files = _pinned_files(engine.files, args, provenance.revision)
+        if pinned_files is None:
+            diff_note = (
+                f"the diff needs the pinned text, which the skill does not store: set {ENV_VAR} to an engine clone "
+                f"that holds {provenance.revision[:12]} (or give --source); the span as your engine has it:"
+            )
+        else:
+            before = [line.rstrip() for line in pinned_files.lines(record.path)[record.start - 1 : record.end]]
+            after = [str(line["text"]).rstrip() for line in lines]
+            diff = span_diff(
+                before, after, f"{record.path} {entry.old_span} (pinned)", f"{path} {entry.new_span or '-'}"
+            )
     data = {
         "verb": "show",
         "label": record.label,
         "status": entry.status,
+        "cosmetic": entry.cosmetic,
+        "diff": diff,
+        "diff_asked": bool(args.diff),
+        "diff_note": diff_note,
         "note": entry.note,
         "engine": engine.describe(),
         "path": path,
@@ -638,6 +662,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("show", data, args.format))
     return 0 if holds(entry.status, entry.similarity) else 1
+
+
+def _pinned_files(files: object, args: argparse.Namespace, revision: str) -> Source | None:
+    """The engine at the pinned revision: the user's own clone when it holds it, else the pinned
+    source named by --source or the environment; None when neither has it."""
+    from .source import Source
+
+    if isinstance(files, Source):
+        return _old_source(files.path, revision)
+    path = source_path(getattr(args, "source", None))
+    return _old_source(path, revision) if path is not None else None
+
+
+def span_diff(before: list[str], after: list[str], old_name: str, new_name: str) -> list[str]:
+    """A unified diff of a span's lines, pinned -> the engine's (every line as context when they agree)."""
+    import difflib
+
+    return list(difflib.unified_diff(before, after, old_name, new_name, n=3, lineterm=""))
 
 
 def _wheel_files(given: list[Path]) -> list[Path]:
