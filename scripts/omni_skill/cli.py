@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--diff",
         action="store_true",
-        help=f"print the span's unified diff, pinned text -> your engine (needs the pinned source: --source or ${ENV_VAR})",
+        help=f"print the span's unified diff, pinned text -> your engine (needs the pinned source: --source or "
+        f"${ENV_VAR})",
     )
 
     rel = verbs.add_parser(
