@@ -233,7 +233,15 @@ if out.returncode or len(out.stdout) < 100000:
 """
 
 
+LINT_SAMPLE = Path(tempfile.gettempdir()) / "omni-skill-bench-deploy.yaml"
+
+
 def cmd_commands(args: argparse.Namespace) -> None:
+    LINT_SAMPLE.write_text(
+        "pipeline: qwen3_omni_moe\nstages:\n  - stage_id: 0\n    devices: '0'\n    gpu_memory_utilization: 0.5\n"
+        "  - stage_id: 1\n    devices: '1'\n    max_num_seq: 8\n",
+        encoding="utf-8",
+    )
     source = str(args.source)
     wheels = sorted(Path(args.wheels).glob("*.whl"))
     newest = str(wheels[-1])
@@ -261,6 +269,11 @@ def cmd_commands(args: argparse.Namespace) -> None:
             ("find qwen3_omni_moe", [tool, "find", "qwen3_omni_moe"], 0.3),
             ("find -- --stage-overrides", [tool, "find", "--", "--stage-overrides"], 0.3),
             ("find max_num_seq (unknown: suggestions)", [tool, "find", "max_num_seq"], 0.3),
+            # release facts and lint-deploy, from the shipped data (no engine)
+            ("facts --release 0.24.0 --kind flag", [tool, "facts", "--release", "0.24.0", "--kind", "flag"], 0.3),
+            ("since -- --stage-configs-path", [tool, "since", "--", "--stage-configs-path"], 0.3),
+            ("lint-deploy (pin, shipped model)", [tool, "lint-deploy", str(LINT_SAMPLE), "--gpus", "2"], 0.5),
+            ("lint-deploy --release 0.24.0", [tool, "lint-deploy", str(LINT_SAMPLE), "--release", "0.24.0"], 0.5),
             ("check --source", [tool, "check", "--source", source], 1.0),
             (f"drift --wheel {Path(newest).name}", [tool, "drift", "--wheel", newest], 1.0),
             ("drift --engine-dir (installed layout)", [tool, "drift", "--engine-dir", str(site)], 1.0),

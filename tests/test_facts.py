@@ -258,3 +258,29 @@ def test_an_edited_release_notes_page_is_stale(skill, tmp_path):
     page = root / NOTES_DIR / "1.0.0.md"
     page.write_text(page.read_text(encoding="utf-8") + "edited\n", encoding="utf-8")
     assert [f.kind for f in check_release_notes(root)] == ["release-notes-stale"]
+
+
+ENTRY = """\
+from typing import overload
+
+
+class Omni:
+    def __init__(self, model: str, **kwargs):
+        self.timeout = kwargs.pop("stage_init_timeout", 300)
+        self.mode = kwargs.get("worker_backend", "multi_process")
+
+    @overload
+    def generate(self, prompts, py_generator: bool): ...
+
+    def generate(self, prompts, sampling_params_list=None, use_tqdm=True):
+        return prompts
+"""
+
+
+def test_entry_keywords_read_through_kwargs_and_the_implementation_not_its_overloads(tmp_path):
+    found = facts_of(tmp_path, {"vllm_omni/entrypoints/omni.py": ENTRY}, {"entry-kwarg"})
+    assert found["entry-kwarg Omni.__init__:stage_init_timeout"].default == 300
+    assert found["entry-kwarg Omni.__init__:stage_init_timeout"].attrs == {"via": "**kwargs"}
+    assert found["entry-kwarg Omni.__init__:worker_backend"].default == "multi_process"
+    assert found["entry-kwarg Omni.generate:use_tqdm"].default is True
+    assert "entry-kwarg Omni.generate:py_generator" not in found

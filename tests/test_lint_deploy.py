@@ -721,3 +721,68 @@ def test_cli_bundled_name(engine_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert _cli(engine_dir, "--deploy-config", "chat.yaml", "--gpus", "2") == 0
     assert "pipeline chat" in capsys.readouterr().out
+
+
+# --- the shipped engine models (no engine at hand)
+
+
+def _shipped_skill(skill: Path, engine_dir: Path, engine_id: str = "pin") -> Path:
+    """A skill whose lint-models file holds the fixture engine's model as `engine_id`."""
+    import json
+
+    from omni_skill.lintmodels import LINT_MODELS_PATH, dump, entry_line, spans_of
+
+    tree = folder_tree(engine_dir)
+    model = build(tree, tree.paths())
+    (skill / "evidence").mkdir(exist_ok=True)
+    text = dump("b" * 40, [entry_line(engine_id, model, spans_of(model, tree))])
+    (skill / LINT_MODELS_PATH).write_text(text, encoding="utf-8")
+    provenance = {"repository": "https://github.com/vllm-project/vllm-omni", "revision": "b" * 40, "commit_date": "x"}
+    (skill / "provenance.json").write_text(json.dumps(provenance), encoding="utf-8")
+    return skill
+
+
+def test_the_shipped_model_lints_as_the_engine_does(skill, engine_dir, tmp_path, capsys):
+    import json
+
+    root = _shipped_skill(skill, engine_dir)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CLEAN.replace("0.4", "0.6"), encoding="utf-8")
+    assert _cli(engine_dir, str(bad), "--gpus", "2", "--format", "json", "--root", str(root)) == 1
+    live = json.loads(capsys.readouterr().out)["findings"]
+    assert main(["lint-deploy", str(bad), "--gpus", "2", "--format", "json", "--root", str(root)]) == 1
+    shipped = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["rule"], f["line"], f["label"]) for f in shipped] == [(f["rule"], f["line"], f["label"]) for f in live]
+    assert all(f["url"].startswith("https://github.com/vllm-project/vllm-omni/blob/" + "b" * 40) for f in shipped)
+
+
+def test_a_release_without_a_shipped_model_is_one_line(skill, engine_dir, tmp_path, capsys):
+    root = _shipped_skill(skill, engine_dir)
+    good = tmp_path / "good.yaml"
+    good.write_text(CLEAN, encoding="utf-8")
+    assert main(["lint-deploy", str(good), "--release", "0.1.0", "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no shipped lint model for release '0.1.0'" in err
+
+
+def test_a_flag_an_earlier_release_had_is_named_removed(skill, engine_dir, tmp_path, capsys):
+    from omni_skill.facts import FACTS_PATH, PIN, EngineStamp, Fact, facts_json, timeline
+
+    root = _shipped_skill(skill, engine_dir)
+    old = Fact(kind="flag", name="--old-knob", where="vllm_omni/entrypoints/cli/serve.py:9")
+    stamps = [EngineStamp(id="1.0.0", date="2026-01-01"), EngineStamp(id=PIN, date="2026-02-01", revision="b" * 40)]
+    (root / FACTS_PATH).write_text(facts_json(timeline(stamps, {"1.0.0": [old], PIN: []}, "b" * 40)), encoding="utf-8")
+    serve = "vllm serve some/model --omni --old-knob x.yaml"
+    assert main(["lint-deploy", "--serve", serve, "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "error: flag-removed: --old-knob is not a flag of this engine: it was removed after 1.0.0" in out
+
+
+def test_shipped_models_are_written_in_a_stable_order():
+    import json
+
+    from omni_skill.deploy_model import EngineModel
+    from omni_skill.lintmodels import entry_line
+
+    model = EngineModel(connectors=frozenset({"Zed", "Alpha", "Mid"}))
+    assert json.loads(entry_line("pin", model, {}))["model"]["connectors"] == ["Alpha", "Mid", "Zed"]

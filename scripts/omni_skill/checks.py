@@ -519,8 +519,8 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
         def engine_checks(engine: Source) -> list[Finding]:
             """The Python records and the model catalogue (they read no page, and need neither
             markdown-it nor jinja2): beside the rest, on a second CPU when there is one."""
+            from .catalogue_checks import check_models
             from .facts import check_pin_facts
-            from .models import check_models
 
             facts = check_pin_facts(root, engine, sorted(engine.tree))
             return check_records(python_records, engine) + check_models(root, engine) + facts
@@ -590,6 +590,11 @@ def offline_checks(
             ran.append("facts")
             findings += check_facts(root, provenance.revision, release_versions(root))
             findings += check_release_notes(root)
+        from .lintmodels import LINT_MODELS_PATH, check_lint_models
+
+        if (root / LINT_MODELS_PATH).exists():
+            ran.append("lint-models")
+            findings += check_lint_models(root, provenance.revision, release_versions(root))
     findings += check_data_formats(root, collected.documents, catalogue)
     findings += check_evals(root, index)
     return Offline(findings, collected, ran)
@@ -642,9 +647,9 @@ def release_versions(root: Path) -> list[str] | None:
 def check_data_formats(root: Path, documents: dict[str, yaml.Node], catalogue: bool) -> list[Finding]:
     """The data files with a schema, validated from the documents `collect` composed (a file that
     did not parse is not there: its finding is `collect`'s)."""
+    from .catalogue import MODELS_PATH
+    from .catalogue import load as load_catalogue
     from .datafiles import TEST_MAP_PATH
-    from .models import MODELS_PATH
-    from .models import load as load_catalogue
     from .searchspace import SEARCH_SPACE_PATH, validate_search_space
 
     findings: list[Finding] = []

@@ -404,7 +404,7 @@ def cmd_search_space(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     import yaml
 
-    from .models import models_data
+    from .catalogue import models_data
 
     data = models_data(_root(args), args.name)
     if args.format == "json":
@@ -739,6 +739,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     if facts is not None:
         from .facts import FACTS_PATH, FACTS_SCHEMA_PATH, facts_json
         from .facts import schema_json as facts_schema
+        from .lintmodels import LINT_MODELS_PATH
         from .releasenotes import notes_pages
         from .skill import markdown_files
 
@@ -746,6 +747,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
         contents[FACTS_PATH] = facts_json(facts)
         contents[FACTS_SCHEMA_PATH] = facts_schema()
         contents.update(notes_pages(root, facts, markdown_files(root), counts))
+        contents[LINT_MODELS_PATH] = lint_models(root, args, trees, facts.revision)
     written = [] if args.dry_run else write_files(root, contents)
     data = {
         "verb": "releases",
@@ -756,6 +758,34 @@ def cmd_releases(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("releases", data, args.format))
     return 0
+
+
+def lint_models(root: Path, args: argparse.Namespace, trees: list[WheelTree], revision: str) -> str:
+    """evidence/lint-models.json: lint-deploy's engine model of every wheel and of the pin (from
+    --source, else kept from the shipped file)."""
+    from .deploy_model import build
+    from .factkinds import PIN
+    from .lintmodels import LINT_MODELS_PATH, dump, entry_line, spans_of
+
+    entries = []
+    for tree in trees:
+        model = build(tree, tree.paths())
+        entries.append(entry_line(tree.version, model, spans_of(model, tree)))
+    path = source_path(args.source)
+    if path is not None:
+        from .source import Source
+
+        source = Source(path, revision)
+        model = build(source, sorted(source.tree))
+        entries.append(entry_line(PIN, model, spans_of(model, source)))
+    else:
+        kept = [
+            line.rstrip(",")
+            for line in (root / LINT_MODELS_PATH).read_text(encoding="utf-8").splitlines()[1:]
+            if f'"engine":"{PIN}"' in line
+        ]
+        entries += kept[:1]
+    return dump(revision, entries)
 
 
 def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) -> FactsFile | None:
@@ -821,10 +851,11 @@ def cmd_lint_deploy(args: argparse.Namespace) -> int:
     from .lint_deploy import lint_from_args, render_json, render_text
     from .provenance import load_provenance
 
-    provenance = load_provenance(_root(args))
+    root = _root(args)
+    provenance = load_provenance(root)
     if provenance is None:
         raise UsageError("the skill has no provenance.json: its pinned revision is unknown")
-    report = lint_from_args(args, provenance.repository, provenance.revision)
+    report = lint_from_args(args, provenance.repository, provenance.revision, root)
     sys.stdout.write(render_json(report) if args.format == "json" else render_text(report))
     return 1 if report.failed() else 0
 

@@ -391,9 +391,9 @@ def signature_keywords(mods: Modules, path: str, qualname: str) -> Iterator[Fact
         if found is None:
             return
         body = found.body
-    for func in body:
-        if not (isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name == name):
-            continue
+    defs = [f for f in body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name]
+    plain = [f for f in defs if not any(_name(d).rsplit(".", 1)[-1] == "overload" for d in f.decorator_list)]
+    for func in plain[:1] or defs[:1]:  # the implementation, not its typing overloads
         args = func.args
         positional = args.posonlyargs + args.args
         defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
@@ -423,7 +423,52 @@ def signature_keywords(mods: Modules, path: str, qualname: str) -> Iterator[Fact
                 where=f"{path}:{args.kwarg.lineno}",
                 attrs={"variadic": True},
             )
-        return  # the first definition (overloads come later in the file)
+        return
+
+
+def kwargs_reads(mods: Modules, path: str) -> Iterator[Fact]:
+    """Keywords an entry point takes through `**kwargs`: `kwargs.get("x", d)` / `kwargs.pop("x", d)` /
+    `kwargs["x"]` in the methods of a module's classes, named `Class.method:x`."""
+    tree = mods.tree(path)
+    if tree is None:
+        return
+    for cls in _classes(tree):
+        for func in cls.body:
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                name: str | None = None
+                default: Any = None
+                attrs: dict[str, Any] = {"via": "**kwargs"}
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("get", "pop")
+                    and _name(node.func.value) == "kwargs"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
+                    name = node.args[0].value
+                    default = literal(node.args[1]) if len(node.args) > 1 else None
+                    if len(node.args) > 1 and default is None and not _is_none(node.args[1]):
+                        attrs["computed"] = True
+                elif (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Load)
+                    and _name(node.value) == "kwargs"
+                    and isinstance(node.slice, ast.Constant)
+                    and isinstance(node.slice.value, str)
+                ):
+                    name, attrs = node.slice.value, {"via": "**kwargs", "required": True}
+                if name:
+                    yield Fact(
+                        kind="entry-kwarg",
+                        name=f"{cls.name}.{func.name}:{name}",
+                        default=default,
+                        where=f"{path}:{getattr(node, 'lineno', func.lineno)}",
+                        attrs=attrs,
+                    )
 
 
 ENV_READERS = ("os.environ.get", "os.getenv", "environ.get", "getenv", "os.environ.setdefault")
@@ -582,6 +627,9 @@ RULES: tuple[Rule, ...] = (
     Rule("entry-kwarg", lambda m: signature_keywords(m, "vllm_omni/entrypoints/omni.py", "Omni.generate")),
     Rule("entry-kwarg", lambda m: signature_keywords(m, "vllm_omni/entrypoints/async_omni.py", "AsyncOmni.__init__")),
     Rule("entry-kwarg", lambda m: signature_keywords(m, "vllm_omni/entrypoints/async_omni.py", "AsyncOmni.generate")),
+    Rule("entry-kwarg", lambda m: kwargs_reads(m, "vllm_omni/entrypoints/omni_base.py")),
+    Rule("entry-kwarg", lambda m: kwargs_reads(m, "vllm_omni/entrypoints/omni.py")),
+    Rule("entry-kwarg", lambda m: kwargs_reads(m, "vllm_omni/entrypoints/async_omni.py")),
 )
 
 

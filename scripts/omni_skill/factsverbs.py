@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import UsageError
-
-if TYPE_CHECKING:
-    from .facts import Fact, FactsFile
 
 KINDS_HELP = "flag, cli-flag, config-field, env, pipeline, diffusion-model, deploy-file, endpoint, … (see --help)"
 REPOSITORY = "https://github.com/vllm-project/vllm-omni"
@@ -59,16 +56,26 @@ def _kinds(args: argparse.Namespace) -> set[str] | None:
     return set(args.kind)
 
 
-def _shipped(root: Path) -> FactsFile:
-    from .facts import FACTS_PATH, load_facts
+def _shipped(root: Path, wanted: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from .factkinds import FactsUnreadable, read_shipped
 
     try:
-        loaded = load_facts(root)
-    except ValueError as exc:
-        raise UsageError(f"{root / FACTS_PATH}: not a valid facts file ({str(exc).splitlines()[0]})") from None
-    if loaded is None:
-        raise UsageError(f"{root / FACTS_PATH}: missing (run `omni-skill releases` to make it)")
-    return loaded
+        return read_shipped(root, wanted)
+    except FactsUnreadable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _prefilter(args: argparse.Namespace, kinds: set[str] | None) -> Any:
+    """A cheap test on a timeline's JSON line before it is parsed."""
+    needles = [f'"kind": "{k}"' for k in kinds] if kinds else []
+    folded = args.name.strip().lstrip("-").replace("-", "").replace("_", "").lower() if args.name else ""
+
+    def wanted(line: str) -> bool:
+        if needles and not any(n in line for n in needles):
+            return False
+        return not folded or folded in line.lower().replace("-", "").replace("_", "")
+
+    return wanted
 
 
 def blob_url(engine_id: str, revision: str, where: str) -> str:
@@ -78,42 +85,49 @@ def blob_url(engine_id: str, revision: str, where: str) -> str:
     return f"{REPOSITORY}/blob/{ref}/{path}#L{line}"
 
 
-def _row(fact: Fact, engine_id: str, revision: str) -> dict[str, Any]:
+def _row(fact: dict[str, Any], engine_id: str, revision: str) -> dict[str, Any]:
+    url = blob_url(engine_id, revision, fact["where"]) if (engine_id == "pin" or revision or engine_id) else ""
     return {
-        "kind": fact.kind,
-        "name": fact.name,
-        "default": fact.default,
-        "where": fact.where,
-        "url": blob_url(engine_id, revision, fact.where) if (engine_id == "pin" or revision or engine_id) else "",
-        **fact.attrs,
+        "kind": fact["kind"],
+        "name": fact["name"],
+        "default": fact["default"],
+        "where": fact["where"],
+        "url": url,
+        **fact["attrs"],
     }
 
 
 def cmd_facts(args: argparse.Namespace, root: Path) -> int:
-    from .engine import open_engine
-    from .facts import PIN, extract, matches
-    from .provenance import load_provenance
+    from .factkinds import PIN, at_engine, matches
     from .report import render
 
     kinds = _kinds(args)
     live = bool(args.wheel or args.engine_dir or args.installed or args.source)
     if live:
+        from .engine import open_engine
+        from .facts import extract
+        from .provenance import load_provenance
+
         provenance = load_provenance(root)
         if provenance is None and not args.revision:
             raise UsageError(f"{root}: no provenance.json: give --revision")
         engine = open_engine(args, args.revision or (provenance.revision if provenance else ""))
-        found = extract(engine.files, engine.paths(), kinds)
+        found = [
+            {"kind": f.kind, "name": f.name, "default": f.default, "where": f.where, "attrs": f.attrs}
+            for f in extract(engine.files, engine.paths(), kinds)
+        ]
         described = engine.describe()
         engine_id = engine.version if engine.kind in ("wheel",) and engine.version else ""
         revision = described.get("revision", "")
     else:
-        shipped = _shipped(root)
+        head, timelines = _shipped(root, _prefilter(args, kinds))
+        order = [str(e.get("id")) for e in head["engines"]]
         engine_id = args.release or PIN
-        if engine_id not in shipped.order():
-            known = ", ".join(shipped.order())
+        if engine_id not in order:
+            known = ", ".join(order)
             raise UsageError(f"no shipped facts for release {engine_id!r}: known are {known} (or give a wheel)")
-        found = shipped.at(engine_id, kinds)
-        revision = shipped.revision if engine_id == PIN else ""
+        found = at_engine(timelines, engine_id)
+        revision = head["revision"] if engine_id == PIN else ""
         described = {
             "kind": "shipped facts",
             "location": "evidence/facts.json",
@@ -121,7 +135,7 @@ def cmd_facts(args: argparse.Namespace, root: Path) -> int:
             "revision": revision,
         }
     if args.name:
-        found = [f for f in found if matches(f.name, args.name)]
+        found = [f for f in found if matches(f["name"], args.name)]
     rows = [_row(f, engine_id, revision) for f in found]
     data = {"verb": "facts", "engine": described, "name": args.name or "", "facts": rows}
     sys.stdout.write(render("facts", data, args.format))
@@ -129,32 +143,32 @@ def cmd_facts(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_since(args: argparse.Namespace, root: Path) -> int:
-    from .facts import matches
+    from .factkinds import matches
     from .report import render
 
     kinds = _kinds(args)
-    shipped = _shipped(root)
-    order = shipped.order()
-    found = [t for t in shipped.facts if matches(t.name, args.name) and (not kinds or t.kind in kinds)]
+    head, shipped = _shipped(root, _prefilter(args, kinds))
+    order = [str(e.get("id")) for e in head["engines"]]
+    found = [t for t in shipped if matches(t["name"], args.name) and (not kinds or t["kind"] in kinds)]
     timelines = []
     for item in found:
-        present = [e for era in item.eras for e in era.engines]
+        present = [e for era in item["eras"] for e in era["engines"]]
         eras = [
             {
-                "engines": era.engines,
-                "first": era.engines[0],
-                "last": era.engines[-1],
-                "default": era.default,
-                "attrs": era.attrs,
-                "where": f"{era.path}:{era.lines[-1]}",
-                "url": blob_url(era.engines[-1], shipped.revision, f"{era.path}:{era.lines[-1]}"),
+                "engines": era["engines"],
+                "first": era["engines"][0],
+                "last": era["engines"][-1],
+                "default": era.get("default"),
+                "attrs": era.get("attrs") or {},
+                "where": f"{era['path']}:{era['lines'][-1]}",
+                "url": blob_url(era["engines"][-1], head["revision"], f"{era['path']}:{era['lines'][-1]}"),
             }
-            for era in item.eras
+            for era in item["eras"]
         ]
         timelines.append(
             {
-                "kind": item.kind,
-                "name": item.name,
+                "kind": item["kind"],
+                "name": item["name"],
                 "first_seen": present[0],
                 "absent_in": [e for e in order if e not in present],
                 "removed_after": _removed_after(order, present),

@@ -163,6 +163,13 @@ class EngineFilesReader:
     """Reads bundled deploy files from the engine the user runs."""
 
     files: Any
+    unread: list[str] = field(default_factory=list)  # bundled bases a shipped model cannot read
+
+    @property
+    def shipped(self) -> bool:
+        from .lintmodels import ShippedFiles
+
+        return isinstance(self.files, ShippedFiles)
 
     def read(self, path: str) -> str | None:
         try:
@@ -183,6 +190,11 @@ def load_chain(ref: str, cwd: Path, engine: EngineFilesReader) -> list[DeployDoc
     else:
         bundled = DEPLOY_DIR + ref
         text = engine.read(bundled)
+        if text is None and engine.shipped:
+            raise UsageError(
+                f"{ref}: not in {cwd}; the engine's bundled deploy files are not shipped with the skill: "
+                "give --wheel/--engine-dir/--source to lint a bundled file"
+            )
         if text is None:
             raise UsageError(f"{ref}: not found in {cwd} nor among the engine's bundled deploy files")
         docs.append(parse_deploy(bundled, text, bundled, bundled=True))
@@ -195,6 +207,10 @@ def load_chain(ref: str, cwd: Path, engine: EngineFilesReader) -> list[DeployDoc
         if not isinstance(base, str):
             raise UsageError(f"{docs[-1].name}:{docs[-1].line('base_config')}: base_config is not a path")
         current = docs[-1]
+        on_disk = not current.bundled and (Path(current.location).parent / base).exists()
+        if engine.shipped and not on_disk:
+            engine.unread.append(base)  # a bundled file's contents are not shipped: the chain stops here
+            return docs
         if current.bundled:
             target = posixpath.normpath(posixpath.join(posixpath.dirname(current.location), base))
             text = engine.read(target)
@@ -288,6 +304,9 @@ def _merge_platforms(base: Any, overlay: Any, model: EngineModel) -> dict[str, A
 @dataclass
 class Lint:
     model: EngineModel
+    # a flag's life across the releases the skill ships facts for: (rule, message) when this engine
+    # lacks a flag another release has (removed after X, or first in a later release)
+    history: Any = None
     findings: list[LintFinding] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     passthrough: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -394,6 +413,10 @@ def lint_command(lint: Lint, command: ServeCommand, pipeline: Pipeline | None) -
             continue
         if dest in field_names:
             continue  # an engine field: a flag of vLLM's parser the engine passes on
+        known = lint.history(name) if lint.history else None
+        if known is not None:
+            lint.add("error", known[0], name, 0, name, known[1], "serve_flags")
+            continue
         close = _close(name, option_names) or (
             "--" + c.replace("_", "-") if (c := _close(dest, field_names | known_dests, 0.85)) else None
         )
@@ -1549,8 +1572,10 @@ class LintInput:
     cwd: Path = field(default_factory=Path.cwd)
 
 
-def run_lint(model: EngineModel, given: LintInput, engine_files: Any, describe: dict[str, str]) -> LintReport:
-    lint = Lint(model)
+def run_lint(
+    model: EngineModel, given: LintInput, engine_files: Any, describe: dict[str, str], history: Any = None
+) -> LintReport:
+    lint = Lint(model, history)
     reader = EngineFilesReader(engine_files)
     command = given.command
     deploy_ref = given.deploy
@@ -1605,7 +1630,13 @@ def run_lint(model: EngineModel, given: LintInput, engine_files: Any, describe: 
         pipeline=pipeline.key if pipeline else None,
         pipeline_from=pipeline_from,
         files=[d.name for d in docs],
-        skipped=lint.skipped + [f"engine file not found: {m}" for m in model.missing],
+        skipped=lint.skipped
+        + [f"engine file not found: {m}" for m in model.missing]
+        + [
+            f"base_config {name}: not on disk, so a bundled deploy file whose contents the skill does not ship (its "
+            "keys and the merge with it are not checked; give --wheel or --source)"
+            for name in reader.unread
+        ],
         findings=findings,
     )
 
@@ -1700,7 +1731,7 @@ def permalinks(report: LintReport, files: Any, base: str) -> LintReport:
     return report.model_copy(update={"findings": findings})
 
 
-def lint_from_args(args: argparse.Namespace, repository: str, revision: str) -> LintReport:
+def lint_from_args(args: argparse.Namespace, repository: str, revision: str, root: Path) -> LintReport:
     """Open the engine the options name, read the inputs, lint, resolve the citations."""
     from . import serve_command
     from .deploy_model import build
@@ -1708,23 +1739,36 @@ def lint_from_args(args: argparse.Namespace, repository: str, revision: str) -> 
     from .engine import open_engine
     from .source import Source
 
-    if getattr(args, "release", None):
-        raise UsageError(
-            "--release needs the release facts the skill ships (not in this version): give --wheel FILE for that "
-            "release"
-        )
     if not args.file and not args.serve and not args.deploy_config and not args.stage_overrides:
         raise UsageError('give a deploy FILE, --serve "CMD" or --deploy-config FILE')
     if args.file and args.deploy_config:
         raise UsageError("give the deploy file once: FILE or --deploy-config")
-    if not engine_given(args):
-        raise UsageError(
-            "lint-deploy reads your engine: give --source P (a clone; the pinned revision is read), --installed, "
-            "--wheel F or --engine-dir D"
-        )
-    engine = open_engine(args, revision)
-    paths = engine.paths()
-    model = build(engine.files, paths)
+    spans: dict[str, list[int]] | None = None
+    if getattr(args, "release", None) or not engine_given(args):
+        from .factkinds import PIN
+        from .lintmodels import ShippedFiles, load
+
+        engine_id = args.release or PIN
+        model, spans, pinned = load(root, engine_id)
+        files: Any = ShippedFiles()
+        describe = {
+            "kind": "shipped",
+            "location": "evidence/lint-models.json",
+            "version": "" if engine_id == PIN else engine_id,
+            "revision": pinned if engine_id == PIN else "",
+        }
+        base = f"{repository}/blob/{pinned if engine_id == PIN else 'v' + engine_id}"
+    else:
+        engine = open_engine(args, revision)
+        files = engine.files
+        model = build(engine.files, engine.paths())
+        describe = engine.describe()
+        if isinstance(engine.files, Source):
+            base = f"{repository}/blob/{engine.files.commit}"
+        elif engine.version and re.fullmatch(r"\d+\.\d+\.\d+", engine.version):
+            base = f"{repository}/blob/v{engine.version}"
+        else:
+            base = ""
     command = None
     if args.serve:
         command = serve_command.parse(
@@ -1737,11 +1781,60 @@ def lint_from_args(args: argparse.Namespace, repository: str, revision: str) -> 
     given = LintInput(
         deploy=deploy, command=command, overrides=args.stage_overrides, pipeline=args.pipeline, gpus=args.gpus, cwd=cwd
     )
-    report = run_lint(model, given, engine.files, engine.describe())
-    if isinstance(engine.files, Source):
-        base = f"{repository}/blob/{engine.files.commit}"
-    elif engine.version and re.fullmatch(r"\d+\.\d+\.\d+", engine.version):
-        base = f"{repository}/blob/v{engine.version}"
-    else:
-        base = ""
-    return permalinks(report, engine.files, base)
+    version = describe.get("version") or ("pin" if describe.get("kind") in ("shipped", "git") else "")
+    report = run_lint(model, given, files, describe, flag_history(root, version))
+    if spans is not None:
+        return shipped_permalinks(report, spans, base)
+    return permalinks(report, files, base)
+
+
+def flag_history(root: Path, engine_id: str) -> Any:
+    """From the shipped facts: for a serve flag this engine lacks, the releases that have it."""
+    from .facts import load_facts
+
+    try:
+        facts = load_facts(root)
+    except ValueError:
+        return None
+    if facts is None:
+        return None
+    order = facts.order()
+    here = order.index(engine_id) if engine_id in order else None
+    lives = {t.name: [e for era in t.eras for e in era.engines] for t in facts.facts if t.kind == "flag"}
+
+    def named(index: int) -> str:
+        if order[index] != "pin":
+            return order[index]
+        later = [e for e in order[index + 1 :] if e != "pin"]
+        return "the skill's pinned commit" + (f" (first release after it: {later[0]})" if later else "")
+
+    def history(name: str) -> tuple[str, str] | None:
+        present = lives.get(name)
+        if not present:
+            return None
+        last, first = max(order.index(e) for e in present), min(order.index(e) for e in present)
+        if here is None or last < here:
+            return "flag-removed", f"{name} is not a flag of this engine: it was removed after {named(last)}"
+        if first > here:
+            return "flag-too-new", f"{name} is not a flag of this engine: it first appears in {named(first)}"
+        return None
+
+    return history
+
+
+def shipped_permalinks(report: LintReport, spans: dict[str, list[int]], base: str) -> LintReport:
+    """Each finding's label as a permalink from the spans shipped with the lint model."""
+    from .labels import LabelError, parse_label
+
+    def url(label_text: str) -> str:
+        span = spans.get(label_text)
+        try:
+            path = parse_label(label_text).path
+        except LabelError:
+            return ""
+        if not span:
+            return f"{base}/{path}"
+        return f"{base}/{path}#L{span[0]}" + (f"-L{span[1]}" if span[1] != span[0] else "")
+
+    findings = [f.model_copy(update={"url": url(f.label) if f.label else ""}) for f in report.findings]
+    return report.model_copy(update={"findings": findings})

@@ -95,11 +95,14 @@ def _mentioned(fact_name: str, names: set[str]) -> bool:
     return bool(candidates & names)
 
 
-def differences(facts: FactsFile, release: str, names: set[str]) -> list[Difference]:
+def differences(
+    facts: FactsFile, release: str, names: set[str], pinned: dict[tuple[str, str], Fact] | None = None
+) -> list[Difference]:
     from .factsverbs import blob_url
 
     there = {f.key: f for f in facts.at(release)}
-    pinned = {f.key: f for f in facts.at(PIN)}
+    if pinned is None:
+        pinned = {f.key: f for f in facts.at(PIN)}
     found = []
     for key in set(there) | set(pinned):
         old, new = there.get(key), pinned.get(key)
@@ -123,17 +126,16 @@ def differences(facts: FactsFile, release: str, names: set[str]) -> list[Differe
     return sorted(found, key=lambda d: (not d.mentioned, rank.get(d.kind, 99), d.name))
 
 
-def render_notes(facts: FactsFile, release: str, names: set[str], counts: dict[str, int] | None) -> str:
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+def render_notes(
+    facts: FactsFile,
+    release: str,
+    names: set[str],
+    counts: dict[str, int] | None,
+    pinned: dict[tuple[str, str], Fact] | None = None,
+) -> str:
+    from .report import render_page
 
-    env = Environment(
-        loader=PackageLoader("omni_skill", "templates"),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    found = differences(facts, release, names)
+    found = differences(facts, release, names, pinned)
     shown = [d for d in found if d.mentioned][:MAX_ROWS]
     by_kind: dict[str, int] = {}
     for d in found:
@@ -141,7 +143,8 @@ def render_notes(facts: FactsFile, release: str, names: set[str], counts: dict[s
             by_kind[d.kind] = by_kind.get(d.kind, 0) + 1
     order = facts.order()
     stamp = {e.id: e for e in facts.engines}
-    return env.get_template("release-notes.md.j2").render(
+    return render_page(
+        "release-notes.md.j2",
         release=release,
         revision=facts.revision,
         release_date=stamp[release].date[:10],
@@ -169,21 +172,20 @@ def _cell_row(d: Difference) -> dict[str, str]:
 
 
 def render_index(facts: FactsFile) -> str:
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from .report import render_page
 
-    env = Environment(
-        loader=PackageLoader("omni_skill", "templates"), undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True
-    )
     releases = [e for e in facts.engines if e.id != PIN]
     pin = next(e for e in facts.engines if e.id == PIN)
-    return env.get_template("release-notes-index.md.j2").render(releases=releases, pin=pin).rstrip("\n") + "\n"
+    return render_page("release-notes-index.md.j2", releases=releases, pin=pin).rstrip("\n") + "\n"
 
 
 def notes_pages(root: Path, facts: FactsFile, pages: list[str], counts: dict[str, dict[str, int]]) -> dict[str, str]:
     """Every generated page by path: the index and one page per release."""
     names = mentioned_names(root, [p for p in pages if not p.startswith(NOTES_DIR) and p != NOTES_INDEX])
     contents = {NOTES_INDEX: render_index(facts)}
+    pinned = {f.key: f for f in facts.at(PIN)}
     for engine in facts.engines:
         if engine.id != PIN:
-            contents[f"{NOTES_DIR}/{engine.id}.md"] = render_notes(facts, engine.id, names, counts.get(engine.id))
+            page = render_notes(facts, engine.id, names, counts.get(engine.id), pinned)
+            contents[f"{NOTES_DIR}/{engine.id}.md"] = page
     return contents

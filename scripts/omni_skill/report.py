@@ -7,7 +7,6 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from pydantic import BaseModel
 
 FORMATS = ("text", "json", "markdown")
 ENABLE = "give --source PATH or set VLLM_OMNI_SOURCE to an engine git repository"
@@ -22,7 +21,7 @@ _env = Environment(
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if hasattr(value, "model_dump"):  # a pydantic model (pydantic itself is not imported for plain data)
         return value.model_dump(mode="json")
     if is_dataclass(value) and not isinstance(value, type):
         return {k: _plain(v) for k, v in asdict(value).items()}
@@ -44,6 +43,11 @@ def check_data(report: Any) -> dict[str, Any]:
         "skipped": [{"check": name, "what": what, "enable": ENABLE} for name, what in report.skipped],
         "findings": [f.model_dump() for f in report.findings],
     }
+
+
+def render_page(template: str, **data: Any) -> str:
+    """A generated page from its template (the same environment as the reports)."""
+    return _env.get_template(template).render(**data)
 
 
 def render(template: str, data: dict[str, Any], fmt: str) -> str:
