@@ -582,3 +582,15 @@ def test_show_diff_without_the_pinned_source_says_so_and_prints_the_span(pinned,
     out = capsys.readouterr().out
     assert "the diff needs the pinned text, which the skill does not store: set VLLM_OMNI_SOURCE" in out
     assert "|     return 0\n" in out and "+    return 0" not in out
+
+
+@pytest.mark.parametrize("changes", [CHANGED, MOVED, {**GONE, "vllm_omni/deploy.yaml": None}])
+def test_drift_forked_and_in_one_process_agree(pinned, tmp_path, capsys, monkeypatch, changes):
+    from omni_skill import parallel
+
+    wheel = make_wheel(tmp_path / "w", "1.6.0", changes)
+    found = []
+    for count in (1, 2):
+        monkeypatch.setattr(parallel, "cpus", lambda count=count: count)
+        found.append(run_json(capsys, "drift", "--root", str(pinned), "--wheel", str(wheel)))
+    assert found[0] == found[1]

@@ -62,6 +62,10 @@ class FileTree:
     def where(self) -> str:
         return f"vllm-omni {self.version}"
 
+    def reopened(self) -> FileTree:
+        """The same tree with handles of its own (for a forked process)."""
+        return self
+
     def ships(self, path: str) -> bool:
         return path.split("/", 1)[0] in self.tops
 
@@ -176,6 +180,10 @@ class WheelTree(FileTree):
             if "/" in n and not n.split("/", 1)[0].endswith((".dist-info", ".data"))
         )
         super().__init__(path, wheel_version(path, self), tops)
+
+    def reopened(self) -> WheelTree:
+        """A new handle on the wheel: a forked process must not read through the parent's."""
+        return WheelTree(self.location)
 
     def paths(self) -> list[str]:
         return sorted(n for n in self.members if self.ships(n))

@@ -38,10 +38,28 @@ Verdict = Literal["holds", "re-read", "not-shipped"]
 
 def classify_tree(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> list[BumpEntry]:
     """Every record's status in the tree: bump's words, plus `not-shipped` for files the tree
-    does not ship (tests/, docs/ in a wheel)."""
+    does not ship (tests/, docs/ in a wheel). A citation is judged from its own file alone, so on a
+    second CPU every other cited file is judged in a forked process (its own handle on the tree)."""
+    from .parallel import BesideData
+
+    paths = sorted({r.path for r in index.records})
+    theirs = set(paths[1::2])
+
+    def beside() -> object:
+        reopened = tree.reopened()
+        return [classify_one(r, reopened).model_dump(mode="json") for r in index.records if r.path in theirs]
+
+    found: dict[str, BumpEntry] = {}
+    with BesideData(beside) as pending:
+        for record in index.records:
+            if record.path not in theirs:
+                found[record.label] = classify_one(record, tree)
+        for data in pending.result():  # type: ignore[attr-defined]
+            entry = BumpEntry.model_validate(data)
+            found[entry.label] = entry
     entries = []
     for record in index.records:
-        entry = classify_one(record, tree)
+        entry = found[record.label]
         entry.uses = contexts.get(record.label, [])
         entries.append(entry)
     return entries
