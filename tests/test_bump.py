@@ -235,9 +235,9 @@ def test_drift_against_a_user_checkout(pinned, capsys):
     capsys.readouterr()
     assert main(["drift", "--root", str(skill), "--source", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "Sections: 0 hold, 1 to re-read, 0 cite only files this engine does not ship." in out
-    assert "  branch / references/branch/README.md / Claims: src:pkg/config.py::start (changed)\n" in out
-    assert out.rstrip().endswith("`omni-skill show LABEL` prints a cited span as your engine has it.")
+    assert "1 changed, 0 missing, 0 cite only files this engine does not ship." in out
+    assert "  references/branch/README.md: 1 changed\n    changed  L6 § Claims: func: func\n" in out
+    assert out.rstrip().endswith("`omni-skill show LABEL --diff` prints how a cited span differs.")
     assert snapshot(skill) == before
 
 
@@ -246,7 +246,7 @@ def test_drift_with_no_difference(pinned, capsys):
     capsys.readouterr()
     assert main(["drift", "--root", str(skill), "--source", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "Sections: 1 hold, 0 to re-read" in out and "Every shipped citation holds" in out
+    assert "0 changed, 0 missing" in out and "Every claim the skill makes about code your engine ships holds" in out
 
 
 def test_drift_never_runs_programs_from_the_users_repository(pinned, capsys, tmp_path):
@@ -312,7 +312,7 @@ def test_drift_installed_from_a_git_checkout(pinned, capsys, monkeypatch, tmp_pa
     monkeypatch.setattr("omni_skill.engine.find_installed", lambda: engine)
     assert main(["drift", "--root", str(skill), "--installed"]) == 1
     out = capsys.readouterr().out
-    assert "(vllm-omni 9.9.9)" in out and "src:pkg/config.py::start" in out
+    assert "(vllm-omni 9.9.9)" in out and "    changed  L6 § Claims: func: func\n" in out
 
 
 def test_find_installed_locates_a_package_without_importing_it(tmp_path, monkeypatch):

@@ -1143,8 +1143,17 @@ def test_drift_of_a_non_ascii_heading_on_an_ascii_stdout(pinned_skill, tmp_path)
     page = skill / "references/branch/README.md"
     page.write_text(page.read_text().replace("# Branch", "# Branch\n\n## Größe"))
     assert main(["resolve", "--root", str(skill), "--source", str(path)]) == 0
+    # the JSON report names every section (the text report lists only sections that do not hold)
     done = launcher(
-        "drift", "--root", str(skill), "--source", str(path), env={"PYTHONIOENCODING": "ascii"}, capture_output=True
+        "drift",
+        "--root",
+        str(skill),
+        "--source",
+        str(path),
+        "--format",
+        "json",
+        env={"PYTHONIOENCODING": "ascii"},
+        capture_output=True,
     )
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     assert b"Gr\\xf6\\xdfe" in done.stdout

@@ -316,3 +316,20 @@ def test_an_eval_naming_a_definition_is_satisfied_by_a_cited_sub_span(tmp_path):
 def test_an_eval_naming_another_definition_is_not_satisfied_by_a_sub_span(tmp_path):
     other = "src:vllm_omni/route.py::helper"
     assert eval_findings(tmp_path, LABEL, other) == [f"e1: {other} is not cited anywhere in the skill"]
+
+
+def test_a_sub_span_spelled_with_both_ends_is_not_moved_where_its_lines_stay(tmp_path, capsys):
+    path = tmp_path / "engine"
+    repo = git.Repo.init(path)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "fixture")
+        config.set_value("user", "email", "fixture@example.invalid")
+    sha = commit_files(repo, {"vllm_omni/route.py": ROUTE_PY}, "engine")
+    label = "src:vllm_omni/route.py::route@L1-L1"
+    skill = make_skill(tmp_path / "skill", f"# Branch\n\n## Routing\n\nThe [`route`][{label}] head.\n")
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 0
+    folder = tree(tmp_path, ROUTE_PY.replace("def tail():\n    return 2\n", "def tail():\n    return 3\n"))
+    capsys.readouterr()
+    main(["drift", "--root", str(skill), "--engine-dir", str(folder), "--format", "json"])
+    entry = next(e for e in json.loads(capsys.readouterr().out)["entries"] if e["label"] == label)
+    assert (entry["status"], entry["new_label"], entry["new_span"]) == ("unchanged", label, "L8")

@@ -19,7 +19,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .anchors import AnchorError, python
+from .anchors import AnchorError, Span, python
+from .anchors.code import same_code
+from .anchors.lines import align, file_hashes, line_hash
 from .index import EvidenceIndex, EvidenceRecord, UsePlace
 from .labels import Label, escape, heading_at, parse_label, split_subspan, subspan_anchor
 from .resolve import Unresolved, resolve_label
@@ -46,6 +48,9 @@ class BumpEntry(BaseModel):
     similarity: float | None = None
     candidates: list[str] = Field(default_factory=list)
     note: str = ""
+    cosmetic: bool = Field(
+        default=False, description="changed only in docstrings, comments or layout (same code fingerprint)"
+    )
     uses: list[UseContext] = Field(default_factory=list)
 
 
@@ -107,38 +112,53 @@ def _similarity(a: list[str] | None, b: list[str]) -> float | None:
     return None if a is None else round(_ratio(a, b), 3)
 
 
-def _refind_lines(record: EvidenceRecord, text: str, old_lines: list[str] | None) -> tuple[int, int, float] | None:
-    """Where the cited lines are now in the file's text (see `refind`)."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    return refind(lines, record.start, record.end - record.start + 1, record.fingerprint, old_lines)
+def _refind_lines(
+    record: EvidenceRecord, file_lines: list[str], old_lines: list[str] | None
+) -> tuple[int, int, float] | None:
+    """Where the cited lines are now in the file (see `refind`)."""
+    width = record.end - record.start + 1
+    return refind(file_lines, record.start, width, record.fingerprint, old_lines, record.line_hashes.split())
 
 
 def refind(
-    lines: list[str], start: int, width: int, digest: str, old_lines: list[str] | None
+    lines: list[str],
+    start: int,
+    width: int,
+    digest: str,
+    old_lines: list[str] | None,
+    cited: list[str] | None = None,
+    hashes: list[str] | None = None,
 ) -> tuple[int, int, float] | None:
-    """(first, last, similarity), 1-based in `lines` (trailing whitespace stripped), of the `width`
-    cited lines whose fingerprint is `digest` and that sat at line `start`: the exact text nearest
-    that line first, else the best unique match of `old_lines` (when known) of at least
-    LINE_MATCH_FLOOR; None when neither is found."""
+    """(first, last, similarity), 1-based in `lines`, of the `width` cited lines whose fingerprint
+    is `digest`, whose line hashes are `cited` (from the index) and that sat at line `start`: the
+    exact text nearest that line first, else the lines aligned by their hashes (`anchors.lines.align`,
+    any engine), else, with the pinned text `old_lines` at hand, the best unique match by characters
+    of at least LINE_MATCH_FLOOR; None when none is found."""
     # The exact text nearest the recorded lines: search outwards from them (earlier first on a tie),
     # so a range that moved a little is found after a few windows, not after hashing them all.
     home = start - 1
     last = len(lines) - width
-    # With the old text at hand (and matching the fingerprint), a window is compared as a list,
-    # and only where its first line matches; else each window is hashed.
+    # A window is compared by its lines' hashes (from the index, or from the old text), and only
+    # where its first line matches; its fingerprint then decides.
     known = old_lines is not None and _digest(old_lines) == digest
+    cited = cited or ([line_hash(line) for line in old_lines or []] if known else [])
+    now = (hashes if hashes is not None else file_hashes(lines)) if cited else []
     for distance in range(0, max(home, last - home) + 1):
         for i in (home - distance, home + distance) if distance else (home,):
             if not 0 <= i <= last:
                 continue
-            if known:
-                assert old_lines is not None
-                if lines[i] == old_lines[0] and lines[i : i + width] == old_lines:
-                    return i + 1, i + width, 1.0
-            elif _digest(lines[i : i + width]) == digest:
+            if cited and (now[i] != cited[0] or now[i : i + width] != cited):
+                continue
+            if _digest([line.rstrip() for line in lines[i : i + width]]) == digest:
                 return i + 1, i + width, 1.0
+    aligned = align(cited, lines, now if cited else None)
+    if aligned is not None:
+        span, score = aligned
+        return span.start, span.end, score
     if old_lines is None:
         return None
+    # With the pinned text at hand, a short range edited within its lines is compared by characters.
+    lines = [line.rstrip() for line in lines]
     wanted = set(old_lines)
     before = [0, *accumulate(line in wanted for line in lines)]  # lines so far that the old text has
     shared = [before[min(i + width, len(lines))] - before[i] for i in range(max(1, len(lines) - width + 1))]
@@ -262,6 +282,28 @@ def classify(
     renames: dict[str, str] | None = None,
     resolved: dict[str, EvidenceRecord | Unresolved] | None = None,
 ) -> Classified:
+    """The citation's status at the new engine; a changed one is marked `cosmetic` when its code
+    fingerprint is the pinned one (only docstrings, comments or layout differ)."""
+    found = _classify(record, new, old, definers, renames, resolved)
+    if found.entry.status == "changed" and found.record is not None and record.code_fingerprint:
+        now = found.record
+        label = parse_label(now.label)
+        try:
+            text, lines = new.text(now.path), new.lines(now.path)
+        except (KeyError, BlobError):
+            return found
+        found.entry.cosmetic = same_code(label, record.code_fingerprint, text, lines, Span(now.start, now.end))
+    return found
+
+
+def _classify(
+    record: EvidenceRecord,
+    new: EngineFiles,
+    old: Source | None,
+    definers: dict[str, list[str]] | None = None,
+    renames: dict[str, str] | None = None,
+    resolved: dict[str, EvidenceRecord | Unresolved] | None = None,
+) -> Classified:
     label = parse_label(record.label)
     old_span = _span(record.start, record.end)
     entry_now = new.entry(label.path)
@@ -318,7 +360,7 @@ def classify(
                 return Classified(entry("missing", note=f"{label.path} was renamed to {path}, which {exc}"), None)
         if text is None:
             return Classified(entry("missing", note=f"{label.path} is gone"), None)
-        found = _refind_lines(record, text, old_lines)
+        found = _refind_lines(record, new.lines(path), old_lines)
         if found is None:
             return Classified(entry("missing", note="the cited lines are not found"), None)
         start, end, ratio = found
@@ -395,13 +437,17 @@ def _place_subspan(
 ) -> tuple[EvidenceRecord, float | None] | None:
     """The record of a sub-span's lines inside the definition found at `whole` in `path`, and their
     similarity to the pinned lines: the exact text nearest the old offsets first, else the best
-    unique fuzzy match inside the definition (as for a line range). Without the pinned text to
-    compare (a tree, or a clone without the pinned revision) and no exact match, the same offsets,
+    unique fuzzy match inside the definition (as for a line range: by the lines' hashes the index
+    keeps, in any engine). Failing those, without the pinned text to compare, the same offsets,
     when the definition still has them (similarity None: their text is not known to match). None
     when the lines are not found."""
     symbol, first, last = split_subspan(parse_label(record.label).anchor)
     inside = [line.rstrip() for line in new.lines(path)[whole.start - 1 : whole.end]]
-    found: tuple[int, int, float | None] | None = refind(inside, first, last - first + 1, record.fingerprint, old_lines)
+    cited = record.line_hashes.split()
+    hashes = file_hashes(new.lines(path))[whole.start - 1 : whole.end] if cited else None
+    found: tuple[int, int, float | None] | None = refind(
+        inside, first, last - first + 1, record.fingerprint, old_lines, cited, hashes
+    )
     if found is None and old_lines is None and last <= len(inside):
         found = (first, last, None)
     if found is None:
@@ -466,7 +512,10 @@ def _classify_subspan(
         return Classified(entry("missing", note=note), None)
     result, ratio = placed_here
     span = _span(result.start, result.end)
-    relabelled = result.label != record.label
+    # other offsets (not merely another spelling of the same ones, `@L1-L1` for `@L1`) are a new label
+    relabelled = split_subspan(result.anchor)[1:] != split_subspan(label.anchor)[1:]
+    if not relabelled:
+        result = result.model_copy(update={"label": record.label, "anchor": record.anchor})
     note = f"the lines moved inside {label.symbol}: relabelled" if relabelled else ""
     if result.fingerprint != record.fingerprint:
         if ratio is None:

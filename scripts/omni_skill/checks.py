@@ -10,6 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from .anchors import AnchorError, Span, fingerprint, locate, python
+from .anchors.lines import HASHED_KINDS, line_hashes
 from .anchors.yaml_keys import node_at
 from .claims import NoDefault, NotLiteral, same_value, source_default
 from .findings import Finding, sort_findings, stale_schema, validation_findings
@@ -315,6 +316,8 @@ def holds(record: EvidenceRecord, source: Source) -> bool:
         return False
     if record.kind == "python":
         return python.verify_at(lines, record.anchor, span)
+    if record.kind in HASHED_KINDS and record.line_hashes != line_hashes(lines, span):
+        return False
     try:
         quick = record.kind == "subspan"  # its definition is proven from its own lines, as for python
         return locate(parse_label(record.label), source.text(record.path), quick, lines) == span
@@ -331,7 +334,7 @@ def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding
         file, line = (where.file, where.line) if where else (INDEX_PATH, 0)
         from .resolve import Unresolved, resolve_label  # (imported here: the forked side needs it rarely)
 
-        result = resolve_label(record.label, source)
+        result = resolve_label(record.label, source, code=True)
         if isinstance(result, Unresolved):
             findings.append(Finding(kind=result.kind, file=file, line=line, message=result.message, label=record.label))
             continue
@@ -344,6 +347,10 @@ def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding
             )
         if result.fingerprint != record.fingerprint:
             problems.append("fingerprint of the cited text differs from the index")
+        elif result.line_hashes != record.line_hashes:
+            problems.append("line hashes of the cited lines differ from the index")
+        elif result.code_fingerprint != record.code_fingerprint:
+            problems.append("code fingerprint of the cited span differs from the index")
         for problem in problems:
             findings.append(
                 Finding(

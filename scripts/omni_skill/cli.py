@@ -33,6 +33,7 @@ AGENTS = ("claude", "codex", "cursor")
 STAGE_TYPES = ("llm_ar", "llm_generation", "diffusion")
 ENV_VAR = "VLLM_OMNI_SOURCE"
 RELEASES_PATH = "evidence/releases.json"
+DRIFT_CLAIM_LINES = 24  # claims drift's text lists without --verbose (with its other lines: about 60)
 VERSIONS_PAGE = "references/serving-tuning/versions.md"
 SKILL_FILE = "SKILL.md"
 # Verbs that write the skill finish an interrupted write first; verbs that read pages refuse
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(drift, source=False)
     _engine_options(drift)
     drift.add_argument("--revision", default="HEAD", help="with --source: revision of your checkout (default: HEAD)")
+    drift.add_argument("--verbose", action="store_true", help="list every claim that does not hold, with its citations")
 
     show = verbs.add_parser(
         "show",
@@ -122,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("label", help="a citation label of the skill, e.g. src:vllm_omni/x.py::Class.method")
     _engine_options(show)
     show.add_argument("--revision", help="with --source: the revision to read (default: the pinned one)")
+    show.add_argument(
+        "--diff",
+        action="store_true",
+        help=f"print the span's unified diff, pinned text -> your engine (needs the pinned source: --source or "
+        f"${ENV_VAR})",
+    )
 
     rel = verbs.add_parser(
         "releases",
@@ -481,7 +489,7 @@ def cmd_bump(args: argparse.Namespace) -> int:
     from .bump import BumpReport, blockers, classify_all, counts, new_index, relabel
     from .checks import check_index, check_proposed
     from .report import render
-    from .resolve import outputs, pinned, verification
+    from .resolve import outputs, pinned, verification, with_code_fingerprints
     from .skill import collect
     from .source import Source
     from .writes import write_files
@@ -515,7 +523,7 @@ def cmd_bump(args: argparse.Namespace) -> int:
     if not args.dry_run and not blocked:
         renames = {c.entry.label: c.entry.new_label for c in classified if c.entry.new_label != c.entry.label}
         texts = relabel(root, renames, {r.label: r.uses for r in index.records})
-        bumped = new_index(new.commit, classified)
+        bumped = with_code_fingerprints(new_index(new.commit, classified), new)
         pinned_now = pinned(new, provenance, verification(bumped, []))
         contents = outputs(root, bumped, pinned_now, texts)
         rejected = check_proposed(root, contents, new)
@@ -543,9 +551,11 @@ def _engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> En
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from .bump import GIT_STATUSES, classify_all, counts, use_contexts
+    from .pageclaims import by_page, citation_verdict, claim_items, page_claims, verdicts
+    from .pageclaims import counts as claim_counts
     from .report import render
     from .source import Source
-    from .versions import TREE_STATUSES, classify_tree, from_matrix, load_matrix, sections
+    from .versions import TREE_STATUSES, classify_tree, disagreements, load_matrix, matching_release, sections
 
     root = _root(args)
     index, provenance = _pinned_state(root)
@@ -553,26 +563,36 @@ def cmd_drift(args: argparse.Namespace) -> int:
     if getattr(engine.files, "version_problem", ""):
         problem = engine.files.version_problem  # type: ignore[union-attr]
         print(f"omni-skill drift: note: {Path(engine.location).name}: {problem}", file=sys.stderr)
+    release: dict[str, object] = {}
     if isinstance(engine.files, Source):
         old = _old_source(engine.files.path, provenance.revision)
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
         statuses: tuple[str, ...] = GIT_STATUSES
     else:
-        contexts = use_contexts(root, index)
+        entries = classify_tree(index, engine.files, use_contexts(root, index))
+        statuses = TREE_STATUSES
         try:
             recorded = load_matrix(root)
         except ValueError as exc:
             listed = "`omni-skill check` lists every problem"
             raise UsageError(f"{_invalid(root / RELEASES_PATH, exc)} ({listed})") from None
-        known = from_matrix(index, engine.files, recorded, contexts)
-        entries = known[1] if known else classify_tree(index, engine.files, contexts)
-        statuses = TREE_STATUSES
+        matched = matching_release(index, engine.files, recorded)
+        if matched is not None:  # verified afresh above; the matrix must agree
+            release = {"version": matched.version, "disagreements": disagreements(matched, entries)}
     found = sections(entries)
+    claims = page_claims(root, index)
+    by_label = {e.label: citation_verdict(e.status, e.cosmetic, e.similarity) for e in entries}
+    judged = verdicts(claims, by_label)
+    items = claim_items(claims, judged, by_label)
+    pages, hidden = by_page(items, None if args.verbose else DRIFT_CLAIM_LINES)
     data = {
         "verb": "drift",
         "from_revision": provenance.revision,
         "engine": engine.describe(),
+        "release": release,
         "counts": counts(entries, statuses),
+        "cosmetic": sum(1 for e in entries if e.status == "changed" and e.cosmetic),
+        "claims": {"counts": claim_counts(judged), "items": items},
         "sections": [
             {
                 "branch": s.branch,
@@ -588,8 +608,9 @@ def cmd_drift(args: argparse.Namespace) -> int:
     }
     if args.format != "json":
         data["status"] = {e.label: e.status for e in entries}
+        data["pages"], data["hidden"], data["verbose"] = pages, hidden, args.verbose
     sys.stdout.write(render("drift", data, args.format))
-    return 1 if any(s.verdict == "re-read" for s in found) else 0
+    return 1 if any(v in ("changed", "missing") for v in judged.values()) else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -617,10 +638,29 @@ def cmd_show(args: argparse.Namespace) -> int:
         start, end = int(first), int(last or first)
         text = engine.files.lines(path)
         lines = [{"number": n, "text": text[n - 1]} for n in range(start, min(end, len(text)) + 1)]
+    diff: list[str] = []
+    diff_note = ""
+    if args.diff:
+        pinned_files = _pinned_files(engine.files, args, provenance.revision)
+        if pinned_files is None:
+            diff_note = (
+                f"the diff needs the pinned text, which the skill does not store: set {ENV_VAR} to an engine clone "
+                f"that holds {provenance.revision[:12]} (or give --source); the span as your engine has it:"
+            )
+        else:
+            before = [line.rstrip() for line in pinned_files.lines(record.path)[record.start - 1 : record.end]]
+            after = [str(line["text"]).rstrip() for line in lines]
+            diff = span_diff(
+                before, after, f"{record.path} {entry.old_span} (pinned)", f"{path} {entry.new_span or '-'}"
+            )
     data = {
         "verb": "show",
         "label": record.label,
         "status": entry.status,
+        "cosmetic": entry.cosmetic,
+        "diff": diff,
+        "diff_asked": bool(args.diff),
+        "diff_note": diff_note,
         "note": entry.note,
         "engine": engine.describe(),
         "path": path,
@@ -631,6 +671,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("show", data, args.format))
     return 0 if holds(entry.status, entry.similarity) else 1
+
+
+def _pinned_files(files: object, args: argparse.Namespace, revision: str) -> Source | None:
+    """The engine at the pinned revision: the user's own clone when it holds it, else the pinned
+    source named by --source or the environment; None when neither has it."""
+    from .source import Source
+
+    if isinstance(files, Source):
+        return _old_source(files.path, revision)
+    path = source_path(getattr(args, "source", None))
+    return _old_source(path, revision) if path is not None else None
+
+
+def span_diff(before: list[str], after: list[str], old_name: str, new_name: str) -> list[str]:
+    """A unified diff of a span's lines, pinned -> the engine's (every line as context when they agree)."""
+    import difflib
+
+    return list(difflib.unified_diff(before, after, old_name, new_name, n=3, lineterm=""))
 
 
 def _wheel_files(given: list[Path]) -> list[Path]:
@@ -658,6 +716,7 @@ def _wheel_files(given: list[Path]) -> list[Path]:
 def cmd_releases(args: argparse.Namespace) -> int:
     from .bump import use_contexts
     from .index import dump_json
+    from .pageclaims import page_claims
     from .report import render
     from .trees import WheelTree, require_cited
     from .versions import RELEASES_SCHEMA_PATH, matrix, release_of, render_page, schema_json
@@ -666,6 +725,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     root = _root(args)
     index, _ = _pinned_state(root)
     contexts = use_contexts(root, index)
+    claims = page_claims(root, index)
     releases = []
     versions: dict[str, Path] = {}
     trees = []
@@ -677,7 +737,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
         versions[tree.version] = path
         require_cited(tree, [r.path for r in index.records])
-        releases.append(release_of(index, tree, contexts))
+        releases.append(release_of(index, tree, contexts, claims))
         trees.append(tree)
     found = matrix(index, releases)
     contents = {

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .safeio import parse_json, read_json
 
@@ -34,6 +34,26 @@ class EvidenceRecord(BaseModel):
     blob: str = Field(pattern=r"^[0-9a-f]{40}$", description="git blob SHA of the file at the revision")
     fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the span, trailing whitespace stripped")
     uses: list[UsePlace] = Field(description="every place the label is cited, sorted")
+    line_hashes: str = Field(
+        default="",
+        description="line ranges and sub-spans only: a short hash of each cited line (indentation ignored), "
+        "space-separated, to re-find the range by its lines where its text was edited; absent for other kinds",
+    )
+
+    code_fingerprint: str = Field(
+        default="",
+        description="a hash of what the span's code does, blind to docstrings, comments and layout (Python: "
+        "its AST, after a quick hash of its names; YAML: its data; lines of Python: their tokens): a release "
+        "whose span has the same one differs only cosmetically; absent where there is none",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_hashes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for optional in ("line_hashes", "code_fingerprint"):
+            if not data.get(optional):
+                data.pop(optional, None)
+        return data
 
 
 class EvidenceIndex(BaseModel):

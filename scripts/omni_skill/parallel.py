@@ -111,3 +111,62 @@ def _child(work: Work, source: Source, write_end: int) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+class BesideData:
+    """`with BesideData(work) as pending: ...; pending.result()`: `work()` (returning JSON data) in
+    a forked process beside the caller when the machine has a second CPU, else in the caller when
+    the result is asked for. The work must not share open files with the parent (reopen them).
+    A failure in the child is a RuntimeError naming it (a UsageError stays one)."""
+
+    def __init__(self, work: Callable[[], object]):
+        self.work = work
+        self.pid: int | None = None
+        self.read_end = -1
+
+    def __enter__(self) -> BesideData:
+        if hasattr(os, "fork") and cpus() >= 2:
+            self.read_end, write_end = os.pipe()
+            self.pid = os.fork()
+            if self.pid == 0:  # the child
+                os.close(self.read_end)
+                code = 0
+                try:
+                    try:
+                        payload: dict[str, object] = {"kind": "data", "data": self.work()}
+                    except UsageError as exc:
+                        payload = {"kind": "usage", "message": str(exc)}
+                    except BaseException as exc:  # reported by the parent
+                        payload = {"kind": "internal", "message": f"{type(exc).__name__}: {exc}"}
+                    with os.fdopen(write_end, "w", encoding="utf-8") as pipe:
+                        json.dump(payload, pipe)
+                except BaseException:
+                    code = 1
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+            os.close(self.read_end)
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+    def result(self) -> object:
+        if self.pid is None:
+            return self.work()
+        with os.fdopen(self.read_end, "rb") as pipe:
+            data = pipe.read()
+        os.waitpid(self.pid, 0)
+        self.pid = None
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise RuntimeError("the process beside this one stopped before reporting") from None
+        if payload["kind"] == "usage":
+            raise UsageError(payload["message"])
+        if payload["kind"] != "data":
+            raise RuntimeError(payload["message"])
+        return payload["data"]

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .anchors import AnchorError, fingerprint, locate
+from .anchors import AnchorError, Span, fingerprint, locate
+from .anchors.code import code_fingerprint
+from .anchors.lines import HASHED_KINDS, line_hashes
 from .findings import Finding
 from .index import INDEX_PATH, SCHEMA_PATH, EvidenceIndex, EvidenceRecord, UsePlace, dump_json, permalink, schema_json
 from .labels import DEF_RE, Use, code_lines, escape, parse_label, scan_markdown
@@ -22,10 +24,13 @@ class Unresolved:
     message: str
 
 
-def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> EvidenceRecord | Unresolved:
+def resolve_label(
+    label_text: str, source: EngineFiles, quick: bool = False, code: bool = False
+) -> EvidenceRecord | Unresolved:
     """The record of one label at the source's revision (without uses), or why it fails.
     `quick` (bump, drift): Python definitions are found without parsing whole modules when a
-    single candidate can be proven from its own lines; otherwise the module is parsed."""
+    single candidate can be proven from its own lines; otherwise the module is parsed. `code`:
+    with the span's code fingerprint (what the index records; it costs a parse of the span)."""
     label = parse_label(label_text)
     entry = source.entry(label.path)
     if entry is None:
@@ -38,6 +43,7 @@ def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> 
         span = locate(label, text, quick, source.lines(label.path))
     except AnchorError as exc:
         return Unresolved(f"anchor-{exc.kind}", f"{label.path}: {exc}")
+    lines = source.lines(label.path)
     return EvidenceRecord(
         label=label.text,
         path=label.path,
@@ -46,9 +52,23 @@ def resolve_label(label_text: str, source: EngineFiles, quick: bool = False) -> 
         start=span.start,
         end=span.end,
         blob=entry.sha,
-        fingerprint=fingerprint(source.lines(label.path), span),
+        fingerprint=fingerprint(lines, span),
         uses=[],
+        line_hashes=line_hashes(lines, span) if label.kind in HASHED_KINDS else "",
+        code_fingerprint=code_fingerprint(label, text, lines, span) if code else "",
     )
+
+
+def with_code_fingerprints(index: EvidenceIndex, source: EngineFiles) -> EvidenceIndex:
+    """The index with each record's code fingerprint at the source (bump's records are found
+    without them, as drift's are)."""
+    records = []
+    for record in index.records:
+        label = parse_label(record.label)
+        text, lines = source.text(record.path), source.lines(record.path)
+        found = code_fingerprint(label, text, lines, Span(record.start, record.end))
+        records.append(record.model_copy(update={"code_fingerprint": found}))
+    return index.model_copy(update={"records": records})
 
 
 def build_index(uses: list[Use], source: Source) -> tuple[EvidenceIndex, list[Finding]]:
@@ -56,7 +76,7 @@ def build_index(uses: list[Use], source: Source) -> tuple[EvidenceIndex, list[Fi
     records: list[EvidenceRecord] = []
     findings: list[Finding] = []
     for label, places in sorted(valid_labels(uses).items()):
-        result = resolve_label(label, source)
+        result = resolve_label(label, source, code=True)
         if isinstance(result, Unresolved):
             findings += [
                 Finding(kind=result.kind, file=u.file, line=u.line, message=result.message, label=label) for u in places

@@ -68,6 +68,10 @@ class FileTree:
     def where(self) -> str:
         return f"vllm-omni {self.version}"
 
+    def reopened(self) -> FileTree:
+        """The same tree with handles of its own (for a forked process)."""
+        return self
+
     def ships(self, path: str) -> bool:
         return path.split("/", 1)[0] in self.tops
 
@@ -192,6 +196,10 @@ class WheelTree(FileTree):
         )
         version, self.version_problem = wheel_version(path, self)
         super().__init__(path, version, tops)
+
+    def reopened(self) -> WheelTree:
+        """A new handle on the wheel: a forked process must not read through the parent's."""
+        return WheelTree(self.location)
 
     def paths(self) -> list[str]:
         return sorted(n for n in self.members if self.ships(n))

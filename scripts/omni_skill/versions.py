@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .bump import BumpEntry, UseContext, classify, counts, use_contexts
 from .findings import Finding, stale_schema
 from .index import EvidenceIndex, EvidenceRecord
+from .pageclaims import PageClaim, citation_verdict, page_claims, verdicts
+from .pageclaims import counts as claim_counts
 from .safeio import read_json
 from .trees import FileTree
 
@@ -31,15 +33,34 @@ TREE_STATUSES = ("unchanged", "moved", "changed", "missing", "not-shipped")
 REFRESH = "omni-skill releases --wheel DIR (a folder of the release wheels; see README)"
 
 TreeStatus = Literal["unchanged", "moved", "changed", "missing", "not-shipped"]
+ClaimVerdict = Literal["changed-cosmetic", "changed", "missing", "not-shipped"]
 Verdict = Literal["holds", "re-read", "not-shipped"]
 
 
 def classify_tree(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> list[BumpEntry]:
     """Every record's status in the tree: bump's words, plus `not-shipped` for files the tree
-    does not ship (tests/, docs/ in a wheel)."""
+    does not ship (tests/, docs/ in a wheel). A citation is judged from its own file alone, so on a
+    second CPU every other cited file is judged in a forked process (its own handle on the tree)."""
+    from .parallel import BesideData
+
+    paths = sorted({r.path for r in index.records})
+    theirs = set(paths[1::2])
+
+    def beside() -> object:
+        reopened = tree.reopened()
+        return [classify_one(r, reopened).model_dump(mode="json") for r in index.records if r.path in theirs]
+
+    found: dict[str, BumpEntry] = {}
+    with BesideData(beside) as pending:
+        for record in index.records:
+            if record.path not in theirs:
+                found[record.label] = classify_one(record, tree)
+        for data in pending.result():  # type: ignore[attr-defined]
+            entry = BumpEntry.model_validate(data)
+            found[entry.label] = entry
     entries = []
     for record in index.records:
-        entry = classify_one(record, tree)
+        entry = found[record.label]
         entry.uses = contexts.get(record.label, [])
         entries.append(entry)
     return entries
@@ -139,8 +160,20 @@ class Release(BaseModel):
     statuses: dict[str, TreeStatus] = Field(description="status of every citation label in this release")
     spans: dict[str, str] = Field(description="label to its span in this release (L<a>-L<b>), for moved and changed")
     blobs: dict[str, str] = Field(
-        description="git blob id of every cited file the wheel holds: a tree with exactly these files has "
-        "exactly these statuses, so `drift` takes them from here"
+        description="git blob id of every cited file the wheel holds: `drift` names the release whose files "
+        "a tree has (and still verifies every citation)"
+    )
+    cosmetic: list[str] = Field(
+        default_factory=list,
+        description="changed citations whose code is the pinned code but for docstrings, comments and layout "
+        "(same code fingerprint), sorted",
+    )
+    claim_counts: dict[str, int] = Field(
+        default_factory=dict, description="claims of the pages per verdict (holds, changed-cosmetic, changed, ...)"
+    )
+    claims: dict[str, ClaimVerdict] = Field(
+        default_factory=dict,
+        description="claim id (page#section@hash of its labels) to its verdict, for every claim that does not hold",
     )
 
 
@@ -165,17 +198,32 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def release_of(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> Release:
+def release_of(
+    index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]], claims: list[PageClaim]
+) -> Release:
     entries = sorted(classify_tree(index, tree, contexts), key=lambda e: e.label)
+    statuses = {e.label: e.status for e in entries}
+    cosmetic = sorted(e.label for e in entries if e.status == "changed" and e.cosmetic)
+    found = claim_verdicts(claims, statuses, cosmetic)
     return Release(
         version=tree.version,
         wheel=tree.location.name,
         sha256=file_sha256(tree.location),
         counts=counts(entries, TREE_STATUSES),
-        statuses={e.label: e.status for e in entries},  # type: ignore[misc]
+        statuses=statuses,  # type: ignore[arg-type]
         spans={e.label: e.new_span for e in entries if e.status in ("moved", "changed") and e.new_span},
         blobs=cited_blobs(index, tree),
+        cosmetic=cosmetic,
+        claim_counts=claim_counts(found),
+        claims={claim: verdict for claim, verdict in sorted(found.items()) if verdict != "holds"},  # type: ignore[misc]
     )
+
+
+def claim_verdicts(claims: list[PageClaim], statuses: Mapping[str, str], cosmetic: Iterable[str]) -> dict[str, str]:
+    """Claim id -> verdict, from each citation's status in an engine (and which changes are cosmetic)."""
+    marked = set(cosmetic)
+    by_label = {label: citation_verdict(status, label in marked) for label, status in statuses.items()}
+    return verdicts(claims, by_label)
 
 
 def cited_blobs(index: EvidenceIndex, tree: FileTree) -> dict[str, str]:
@@ -188,35 +236,27 @@ def cited_blobs(index: EvidenceIndex, tree: FileTree) -> dict[str, str]:
     return found
 
 
-def from_matrix(
-    index: EvidenceIndex, tree: FileTree, found: ReleaseMatrix | None, contexts: dict[str, list[UseContext]]
-) -> tuple[str, list[BumpEntry]] | None:
-    """(version, entries) when the tree's cited files are exactly those of a release in the matrix
-    (same blobs, same absences): classification is a function of the files and the index, so the
-    recorded statuses and spans are the tree's. None when no release matches or the matrix is stale."""
+def matching_release(index: EvidenceIndex, tree: FileTree, found: ReleaseMatrix | None) -> Release | None:
+    """The release whose cited files are exactly the tree's (same blobs, same absences), when the
+    matrix describes the current index; None otherwise. `drift` still classifies every citation
+    afresh and compares the result with the release's (`disagreements`): the matrix names the
+    release, it never stands in for the verification."""
     if found is None or stale(found, index):
         return None
     blobs = cited_blobs(index, tree)
-    release = next((r for r in found.releases if r.blobs == blobs), None)
-    if release is None:
-        return None
-    entries = []
-    for record in index.records:
-        status = release.statuses[record.label]
-        old = f"L{record.start}-L{record.end}" if record.start != record.end else f"L{record.start}"
-        entries.append(
-            BumpEntry(
-                label=record.label,
-                status=status,
-                new_label=record.label,
-                old_span=old,
-                new_span=old if status == "unchanged" else release.spans.get(record.label, ""),
-                similarity=1.0 if status in ("unchanged", "moved") else None,
-                note=f"from {RELEASES_PATH}: the cited files are those of the {release.version} wheel",
-                uses=contexts.get(record.label, []),
-            )
-        )
-    return release.version, entries
+    return next((r for r in found.releases if r.blobs == blobs), None)
+
+
+def disagreements(release: Release, entries: list[BumpEntry]) -> list[str]:
+    """Labels whose fresh status or span differs from what the release records."""
+    differ = []
+    for entry in entries:
+        status = release.statuses.get(entry.label)
+        span = release.spans.get(entry.label, "")
+        fresh = entry.new_span if entry.status in ("moved", "changed") else ""
+        if status != entry.status or span != fresh:
+            differ.append(entry.label)
+    return differ
 
 
 def matrix(index: EvidenceIndex, releases: list[Release]) -> ReleaseMatrix:
@@ -365,6 +405,8 @@ def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
     if why:
         findings.append(Finding(kind="releases-stale", file=RELEASES_PATH, message=f"{why}: run `{REFRESH}`"))
     findings += stale_schema(root, RELEASES_SCHEMA_PATH, schema_json(), "release", REFRESH)
+    if not why:
+        findings += stale_claims(found, page_claims(root, index))
     page = root / VERSIONS_PAGE
     if not why:
         expected = render_page(found, index, use_contexts(root, index))
@@ -377,3 +419,18 @@ def check_releases(root: Path, index: EvidenceIndex) -> list[Finding]:
                 )
             )
     return findings
+
+
+def stale_claims(found: ReleaseMatrix, claims: list[PageClaim]) -> list[Finding]:
+    """Each release's claim verdicts are those its statuses give the pages' claims as they are now."""
+    for release in found.releases:
+        expected = claim_verdicts(claims, release.statuses, release.cosmetic)
+        recorded = {claim: verdict for claim, verdict in expected.items() if verdict != "holds"}
+        if release.claims != recorded or release.claim_counts != claim_counts(expected):
+            differ = len(set(recorded.items()) ^ set(release.claims.items()))
+            message = (
+                f"release {release.version}: its claim verdicts differ from the pages' claims ({differ} differ; "
+                f"the pages changed since): run `{REFRESH}`"
+            )
+            return [Finding(kind="releases-stale", file=RELEASES_PATH, message=message)]
+    return []

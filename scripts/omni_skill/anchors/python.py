@@ -233,27 +233,103 @@ def _block_is_definition(lines: list[str], span: Span, leaf: str, margin: int) -
     if not lines[span.end - 1].strip():
         return False
     body_code = False
-    for line in lines[stop + 1 : span.end]:
-        inside = line[: margin + 1].isspace()  # indented past the margin, or blank (`_deeper`, inlined)
-        if (inside and body_code) or not line.strip() or line.lstrip().startswith("#"):
+    strings = string_lines(lines)
+    for number in range(stop + 1, span.end):
+        line = lines[number]
+        deeper = line[: margin + 1].isspace()  # indented past the margin, or blank (`_deeper`, inlined)
+        if (deeper and body_code) or not line.strip() or line.lstrip().startswith("#") or number in strings:
             continue
-        if not inside:
+        if not deeper:
             return False  # a statement at or above the margin inside the span
         body_code = True
     if not body_code:
         return False
     for later in range(span.end, len(lines)):
         text = lines[later]
+        if later in strings:
+            return False  # the span ends inside a string
         if text.strip() and not text.lstrip().startswith("#"):
             return _indent(text) <= margin
     return True
 
 
+# Where multi-line strings are: a scan may only propose a definition's span; what it proposes must
+# not start inside a string, nor end where a string runs on past it. Python's `tokenize` would tell,
+# but it costs twice a full parse; this lexer looks only at lines holding a triple quote or ending
+# in a backslash (other lines cannot open or close a multi-line string), so it costs a few
+# substring tests per line.
+TRIPLES = ('"""', "'''")
+OUTSIDE = re.compile(r"#|\"\"\"|'''|\"|'")
+CLOSES = {quote: re.compile(r"(?:\\.|[^\\])*?" + re.escape(quote), re.DOTALL) for quote in TRIPLES} | {
+    quote: re.compile(r"(?:\\.|[^\\" + quote + r"])*" + quote) for quote in ('"', "'")
+}
+
+
+def _lex_line(line: str, state: str | None) -> str | None:
+    """The string still open at the end of `line` (its quote), given the one open at its start."""
+    position = 0
+    if state is not None:
+        closed = CLOSES[state].match(line)
+        if closed is None:
+            return state if state in TRIPLES or _continued(line) else None
+        position = closed.end()
+    while True:
+        found = OUTSIDE.search(line, position)
+        if found is None or found.group() == "#":
+            return None
+        quote = found.group()
+        closed = CLOSES[quote].match(line, found.end())
+        if closed is None:
+            # an unclosed one-quote string is an error unless a backslash continues it
+            return quote if quote in TRIPLES or _continued(line) else None
+        position = closed.end()
+
+
+def _continued(line: str) -> bool:
+    """The line ends with an odd number of backslashes (it continues on the next line)."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+_STRING_LINES: dict[int, tuple[list[str], frozenset[int]]] = {}
+
+
+def string_lines(lines: list[str]) -> frozenset[int]:
+    """0-based indexes of the lines that begin inside a string (a triple-quoted string, or a
+    one-quote string continued by a backslash): no statement starts or ends on them. Remembered for
+    the last few line lists (by identity)."""
+    cached = _STRING_LINES.get(id(lines))
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    inside: set[int] = set()
+    state: str | None = None
+    for index, line in enumerate(lines):
+        if state is None:
+            if '"""' not in line and "'''" not in line and not line.endswith("\\"):
+                continue
+        else:
+            inside.add(index)
+            if state in TRIPLES and state not in line:
+                continue
+        state = _lex_line(line, state)
+    found = frozenset(inside)
+    if len(_STRING_LINES) >= 64:
+        _STRING_LINES.pop(next(iter(_STRING_LINES)))
+    _STRING_LINES[id(lines)] = (lines, found)
+    return found
+
+
 def verify_at(lines: list[str], anchor: str, span: Span) -> bool:
     """True when the lines of `span` are the definition `anchor` names, judged from the span and the
-    lines above it without parsing the whole module. False means "not proven": resolve in full."""
+    lines above it without parsing the whole module. False means "not proven": resolve in full.
+
+    The proof: the span starts outside any string (`string_lines`), in the classes the anchor names;
+    it does not end where a string runs on; and its lines parse as exactly that one definition
+    (a long `def`/`class`: its head parses and its body is indented under it)."""
     name, nth = split_occurrence(anchor)
     if nth is not None or span.end > len(lines) or span.start < 1:
+        return False
+    inside = string_lines(lines)
+    if span.start - 1 in inside or span.end in inside:
         return False
     block = lines[span.start - 1 : span.end]
     margin = _indent(block[0])
@@ -319,6 +395,28 @@ def quick_find(lines: list[str], anchor: str) -> tuple[Span, ast.stmt] | None:
     return (span, module.body[0]) if module is not None else None
 
 
+NAMED = re.compile(r"\s*(?:(?:async\s+)?(?:def|class)\s+(\w+)|(\w+)\s*[:=])")
+_NAMED_LINES: dict[int, tuple[list[str], dict[str, list[int]]]] = {}
+
+
+def _named_lines(lines: list[str]) -> dict[str, list[int]]:
+    """Name -> 0-based lines that may define it (`def`/`class` NAME, or NAME followed by `:` or
+    `=`): every line `_defines_block` or `_assigns` accepts, found in one pass per file instead of
+    one per anchor. Remembered for the last few line lists (by identity)."""
+    cached = _NAMED_LINES.get(id(lines))
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    found: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        match = NAMED.match(line)
+        if match:
+            found.setdefault(match.group(1) or match.group(2), []).append(index)
+    if len(_NAMED_LINES) >= 64:
+        _NAMED_LINES.pop(next(iter(_NAMED_LINES)))
+    _NAMED_LINES[id(lines)] = (lines, found)
+    return found
+
+
 def quick_span(lines: list[str], anchor: str) -> Span | None:
     """The span `quick_find` proves, without building the definition's node."""
     name, nth = split_occurrence(anchor)
@@ -326,15 +424,21 @@ def quick_span(lines: list[str], anchor: str) -> Span | None:
         return None
     bare = name.rsplit(".", 1)[-1]
     found: list[Span] = []
-    for index, line in enumerate(lines):
-        if bare not in line or not (_defines_block(line, bare) or _assigns(line, bare)):
+    strings: frozenset[int] | None = None
+    for index in _named_lines(lines).get(bare, ()):
+        line = lines[index]
+        if not (_defines_block(line, bare) or _assigns(line, bare)):
             continue
+        if strings is None:
+            strings = string_lines(lines)
+        if index in strings:
+            continue  # a definition quoted in a string, not one of the module
         indent = _indent(line)
         start = _decorators_start(lines, index, indent) + 1
         end = index + 1
         for later in range(index + 1, len(lines)):
             text = lines[later]
-            if _deeper(text, indent + 1):
+            if _deeper(text, indent + 1) or later in strings:
                 end = later + 1
                 continue
             if text.strip() and not text.lstrip().startswith("#"):
