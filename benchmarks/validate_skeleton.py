@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The model-catalogue checks parse engine modules with their function bodies left out
-(`omni_skill.models.skeleton`). This compares, for every Python file under vllm_omni/ at a
+(`omni_skill.engine_modules.skeleton`). This compares, for every Python file under vllm_omni/ at a
 revision, what those checks read — imports, module and class-level assignments, class names,
 bases and keywords, through if/try/with blocks — from the full parse and from the skeleton.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from omni_skill.models import skeleton  # noqa: E402
+from omni_skill.engine_modules import skeleton  # noqa: E402
 
 
 def read(body: list[ast.stmt], prefix: str, out: list[object]) -> None:

@@ -277,10 +277,10 @@ def test_pages_without_the_name_are_not_parsed(root: Path) -> None:
 
 
 def test_path_constants_match_their_owners() -> None:
-    from omni_skill import datafiles, models, searchspace, snapshot
+    from omni_skill import catalogue, datafiles, searchspace, snapshot
 
     assert snapshot.SEARCH_SPACE_PATH == searchspace.SEARCH_SPACE_PATH
-    assert snapshot.MODELS_PATH == models.MODELS_PATH
+    assert snapshot.MODELS_PATH == catalogue.MODELS_PATH
     assert snapshot.TEST_MAP_PATH == datafiles.TEST_MAP_PATH
 
 

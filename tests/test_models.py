@@ -9,10 +9,11 @@ import git
 import pytest
 
 from conftest import check_after_edit, commit_files, make_skill
+from omni_skill.catalogue import MODELS_PATH, load_models, models_data, select
+from omni_skill.catalogue_checks import check_models
 from omni_skill.claims import NoDefault, NotRegistry, registry_entry
 from omni_skill.cli import main
 from omni_skill.errors import UsageError
-from omni_skill.models import MODELS_PATH, check_models, load_models, models_data, select
 from omni_skill.source import Source
 
 STAGE_CONFIG = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from omni_skill.models import skeleton
+from omni_skill.engine_modules import skeleton
 
 MODULE = """\
 from .base import Base, OTHER

@@ -512,8 +512,8 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
         def engine_checks(engine: Source) -> list[Finding]:
             """The Python records and the model catalogue (they read no page, and need neither
             markdown-it nor jinja2): beside the rest, on a second CPU when there is one."""
+            from .catalogue_checks import check_models
             from .facts import check_pin_facts
-            from .models import check_models
 
             facts = check_pin_facts(root, engine, sorted(engine.tree))
             return check_records(python_records, engine) + check_models(root, engine) + facts
@@ -640,9 +640,9 @@ def release_versions(root: Path) -> list[str] | None:
 def check_data_formats(root: Path, documents: dict[str, yaml.Node], catalogue: bool) -> list[Finding]:
     """The data files with a schema, validated from the documents `collect` composed (a file that
     did not parse is not there: its finding is `collect`'s)."""
+    from .catalogue import MODELS_PATH
+    from .catalogue import load as load_catalogue
     from .datafiles import TEST_MAP_PATH
-    from .models import MODELS_PATH
-    from .models import load as load_catalogue
     from .searchspace import SEARCH_SPACE_PATH, validate_search_space
 
     findings: list[Finding] = []

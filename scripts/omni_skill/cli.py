@@ -396,7 +396,7 @@ def cmd_search_space(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     import yaml
 
-    from .models import models_data
+    from .catalogue import models_data
 
     data = models_data(_root(args), args.name)
     if args.format == "json":

@@ -16,8 +16,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Engine as ModuleReader
-from .models import Unavailable, _keywords, _resolver_returns, _stages_node
+from .catalogue_checks import _keywords, _resolver_returns, _stages_node
+from .engine_modules import ModuleReader, Unavailable
 
 STAGE_CONFIG = "vllm_omni/config/stage_config.py"
 CONFIG_FACTORY = "vllm_omni/config/config_factory.py"

@@ -36,9 +36,9 @@ from .snapshot import (
     SEARCH_SPACE_PATH,
     TEST_MAP_PATH,
     CatalogueEntry,
-    Setting,
+    SettingView,
     Snapshot,
-    Subsystem,
+    SubsystemView,
     Term,
     name_key,
     normalize,
@@ -261,7 +261,7 @@ def setting_entries(snapshot: Snapshot, query: Query) -> list[DataEntry]:
     if query.path or not snapshot.holds(SEARCH_SPACE_PATH, query.needle):
         return []
     entries: list[DataEntry] = []
-    readers: list[Setting] = []
+    readers: list[SettingView] = []
     for setting in snapshot.settings:
         if _names(query, setting.name, setting.param, _anchor(setting.source)):
             default = (
@@ -386,7 +386,7 @@ def _test_names(query: Query, node: str, wrapped: str) -> bool:
     return any(wrapped in f"_{normalize(part)}_" for part in [path.rsplit("/", 1)[-1], *rest.split("::")])
 
 
-def _tests_entry(subsystem: Subsystem, tests: list[Any], owner: bool) -> DataEntry:
+def _tests_entry(subsystem: SubsystemView, tests: list[Any], owner: bool) -> DataEntry:
     shown = tests or list(subsystem.tests)
     listed = ", ".join(f"{t.pytest} [{' '.join(t.markers)}]" for t in shown[:MAX_TESTS])
     more = f" (+{len(shown) - MAX_TESTS})" if len(shown) > MAX_TESTS else ""

@@ -86,7 +86,7 @@ class Page:
 
 
 @dataclass(frozen=True)
-class Setting:
+class SettingView:
     """A search-space.yaml entry, as `find` shows it."""
 
     line: int
@@ -119,7 +119,7 @@ class CatalogueEntry:
 
 
 @dataclass(frozen=True)
-class NativeTest:
+class NativeTestView:
     line: int
     pytest: str
     markers: tuple[str, ...]
@@ -127,11 +127,11 @@ class NativeTest:
 
 
 @dataclass(frozen=True)
-class Subsystem:
+class SubsystemView:
     line: int
     name: str
     source: str
-    tests: tuple[NativeTest, ...]
+    tests: tuple[NativeTestView, ...]
 
 
 # ---------------------------------------------------------------- pages
@@ -280,13 +280,13 @@ def _entries(node: yaml.Node | None, key: str) -> list[tuple[int, yaml.Node, Any
     ]
 
 
-def _settings(node: yaml.Node | None) -> list[Setting]:
+def _settings(node: yaml.Node | None) -> list[SettingView]:
     found = []
     for line, _, data in _entries(node, "settings"):
         if not isinstance(data.get("name"), str):
             continue
         found.append(
-            Setting(
+            SettingView(
                 line=line,
                 name=data["name"],
                 scope=str(data.get("scope", "")),
@@ -334,13 +334,13 @@ def _catalogue(node: yaml.Node | None) -> list[CatalogueEntry]:
     return found
 
 
-def _subsystems(node: yaml.Node | None) -> list[Subsystem]:
+def _subsystems(node: yaml.Node | None) -> list[SubsystemView]:
     found = []
     for line, item, data in _entries(node, "subsystems"):
         tests_node = mapping(item).get("tests")
         test_items = tests_node.value if isinstance(tests_node, yaml.SequenceNode) else []
         tests = tuple(
-            NativeTest(
+            NativeTestView(
                 test_node.start_mark.line + 1,
                 test["pytest"],
                 tuple(str(m) for m in test.get("markers") or ()),
@@ -349,7 +349,7 @@ def _subsystems(node: yaml.Node | None) -> list[Subsystem]:
             for test_node, test in zip(test_items, data.get("tests") or [], strict=False)
             if isinstance(test, dict) and isinstance(test.get("pytest"), str)
         )
-        found.append(Subsystem(line, str(data.get("name", "")), str(data.get("source", "")), tests))
+        found.append(SubsystemView(line, str(data.get("name", "")), str(data.get("source", "")), tests))
     return found
 
 
@@ -396,7 +396,7 @@ class Snapshot:
         return node
 
     @cached_property
-    def settings(self) -> list[Setting]:
+    def settings(self) -> list[SettingView]:
         return _settings(self._document(SEARCH_SPACE_PATH))
 
     @cached_property
@@ -404,5 +404,5 @@ class Snapshot:
         return _catalogue(self._document(MODELS_PATH))
 
     @cached_property
-    def subsystems(self) -> list[Subsystem]:
+    def subsystems(self) -> list[SubsystemView]:
         return _subsystems(self._document(TEST_MAP_PATH))
