@@ -284,3 +284,34 @@ def test_entry_keywords_read_through_kwargs_and_the_implementation_not_its_overl
     assert found["entry-kwarg Omni.__init__:worker_backend"].default == "multi_process"
     assert found["entry-kwarg Omni.generate:use_tqdm"].default is True
     assert "entry-kwarg Omni.generate:py_generator" not in found
+
+
+def test_drift_facts_block_compares_an_unknown_engine_with_the_pin(skill, tmp_path):
+    from omni_skill.releasenotes import facts_block
+
+    root = shipped_skill(skill, tmp_path)  # the pin has --init-timeout = 600 and --deploy-config
+    (root / "references/branch/README.md").write_text(
+        (root / "references/branch/README.md").read_text() + "\nSet `--init-timeout` and `--deploy-config`.\n"
+    )
+    tree = write_tree(tmp_path / "yours", ENGINE_V1)  # 300, and --stage-configs-path instead
+    block = facts_block(root, ["references/branch/README.md"], None, tree, tree.paths())
+    rows = {r["name"]: (r["there"], r["pinned"]) for r in block["rows"]}
+    assert rows == {"--init-timeout": ("= 300", "= 600"), "--deploy-config": ("absent", "= None")}
+
+
+def test_drift_facts_block_of_a_known_release_reads_the_shipped_facts(skill, tmp_path):
+    from omni_skill.releasenotes import facts_block
+
+    root = shipped_skill(skill, tmp_path)
+    (root / "references/branch/README.md").write_text("# Branch\n\nSet `--init-timeout`.\n")
+    block = facts_block(root, ["references/branch/README.md"], "1.0.0")
+    assert block["rows"] == [
+        {
+            "kind": "flag",
+            "name": "--init-timeout",
+            "there": "= 300",
+            "pinned": "= 600",
+            "where": block["rows"][0]["where"],
+        }
+    ]
+    assert block["page"] == "references/serving-tuning/releases/1.0.0.md"

@@ -580,6 +580,14 @@ def cmd_drift(args: argparse.Namespace) -> int:
         if matched is not None:  # verified afresh above; the matrix must agree
             release = {"version": matched.version, "disagreements": disagreements(matched, entries)}
     found = sections(entries)
+    from .releasenotes import facts_block
+    from .skill import markdown_files
+
+    if isinstance(engine.files, Source):
+        facts = {}  # a git engine: `facts --source` lists its facts
+    else:
+        version = str(release["version"]) if release else None
+        facts = facts_block(root, markdown_files(root), version, engine.files, engine.paths())
     claims = page_claims(root, index)
     by_label = {e.label: citation_verdict(e.status, e.cosmetic, e.similarity) for e in entries}
     judged = verdicts(claims, by_label)
@@ -593,6 +601,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         "counts": counts(entries, statuses),
         "cosmetic": sum(1 for e in entries if e.status == "changed" and e.cosmetic),
         "claims": {"counts": claim_counts(judged), "items": items},
+        "facts": facts,
         "sections": [
             {
                 "branch": s.branch,

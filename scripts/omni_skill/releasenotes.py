@@ -189,3 +189,38 @@ def notes_pages(root: Path, facts: FactsFile, pages: list[str], counts: dict[str
             page = render_notes(facts, engine.id, names, counts.get(engine.id), pinned)
             contents[f"{NOTES_DIR}/{engine.id}.md"] = page
     return contents
+
+
+DRIFT_ROWS = 12  # facts that differ, shown by drift
+
+
+def facts_block(
+    root: Path, pages: list[str], release: str | None, files: Any = None, paths: Any = None
+) -> dict[str, Any]:
+    """For drift: the facts the skill names whose value or presence differs in the user's engine —
+    from the shipped facts when its files are a release's, else extracted from its files."""
+    from .facts import EngineStamp, extract, load_facts, timeline
+
+    try:
+        facts = load_facts(root)
+    except ValueError:
+        return {}
+    if facts is None:
+        return {}
+    names = mentioned_names(root, [p for p in pages if not p.startswith(NOTES_DIR) and p != NOTES_INDEX])
+    engine_id = release if release in facts.order() else None
+    if engine_id is None:
+        if files is None:
+            return {}
+        stamps = [EngineStamp(id="yours", date="0"), EngineStamp(id=PIN, date="1", revision=facts.revision)]
+        facts = timeline(stamps, {"yours": extract(files, paths), PIN: facts.at(PIN)}, facts.revision)
+        engine_id = "yours"
+    found = [d for d in differences(facts, engine_id, names) if d.mentioned]
+    return {
+        "release": release or "",
+        "rows": [
+            {"kind": d.kind, "name": d.name, "there": d.there, "pinned": d.pinned, "where": d.where} for d in found
+        ],
+        "shown": DRIFT_ROWS,
+        "page": f"{NOTES_DIR}/{release}.md" if release else "",
+    }
