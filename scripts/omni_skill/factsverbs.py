@@ -13,7 +13,7 @@ KINDS_HELP = "flag, cli-flag, config-field, env, pipeline, diffusion-model, depl
 REPOSITORY = "https://github.com/vllm-project/vllm-omni"
 
 
-def add_arguments(verbs: Any) -> None:
+def add_arguments(verbs: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     from .engine import add_options
     from .factkinds import KINDS
 
@@ -43,6 +43,7 @@ def add_arguments(verbs: Any) -> None:
     since.add_argument("name", help="the fact's name")
     since.add_argument("--kind", action="append", metavar="KIND", help="only these kinds (repeatable)")
     since.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    return facts, since
 
 
 def _kinds(args: argparse.Namespace) -> set[str] | None:
