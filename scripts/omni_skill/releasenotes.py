@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .facts import PIN, Fact, FactsFile, normalise
+from .facts import PIN, FactsFile, normalise
 
 NOTES_DIR = "references/serving-tuning/releases"
 NOTES_INDEX = "references/serving-tuning/release-notes.md"
@@ -48,18 +48,17 @@ class Difference:
     mentioned: bool  # the skill's pages name it
 
 
-def _state(fact: Fact | None) -> str:
-    if fact is None:
-        return "absent"
+def _state(kind: str, default: Any, attrs: dict[str, Any]) -> str:
+    """How a fact reads in one engine: its literal default and the attributes a user sets by."""
     parts = []
-    if fact.kind in ("flag", "cli-flag", "config-field", "env", "entry-kwarg"):
-        if fact.default is not None:
-            parts.append(f"= {_short(fact.default)}")
-        elif not ({"computed", "factory", "required"} & set(fact.attrs)):
+    if kind in ("flag", "cli-flag", "config-field", "env", "entry-kwarg"):
+        if default is not None:
+            parts.append(f"= {_short(default)}")
+        elif not ({"computed", "factory", "required"} & set(attrs)):
             parts.append("= None")
     for key in ("choices", "action", "value"):
-        if key in fact.attrs:
-            parts.append(f"{key} {_short(fact.attrs[key])}")
+        if key in attrs:
+            parts.append(f"{key} {_short(attrs[key])}")
     return ", ".join(parts) or "present"
 
 
@@ -95,47 +94,43 @@ def _mentioned(fact_name: str, names: set[str]) -> bool:
     return bool(candidates & names)
 
 
-def differences(
-    facts: FactsFile, release: str, names: set[str], pinned: dict[tuple[str, str], Fact] | None = None
-) -> list[Difference]:
+def differences(facts: FactsFile, release: str, names: set[str]) -> list[Difference]:
+    """The facts whose state differs between `release` and the pin, one pass over the timelines
+    (an era both engines share is equal without comparing)."""
     from .factsverbs import blob_url
 
-    there = {f.key: f for f in facts.at(release)}
-    if pinned is None:
-        pinned = {f.key: f for f in facts.at(PIN)}
     found = []
-    for key in set(there) | set(pinned):
-        old, new = there.get(key), pinned.get(key)
-        if old is not None and new is not None and _state(old) == _state(new):
+    for item in facts.facts:
+        old = next((era for era in item.eras if release in era.engines), None)
+        new = next((era for era in item.eras if PIN in era.engines), None)
+        if old is new:
+            continue  # the same era (equal), or absent from both
+        there = _state(item.kind, old.default, old.attrs) if old else "absent"
+        pinned = _state(item.kind, new.default, new.attrs) if new else "absent"
+        if there == pinned:
             continue
-        shown = old or new
-        assert shown is not None
-        engine = release if old is not None else PIN
+        engine, era = (release, old) if old is not None else (PIN, new)
+        assert era is not None
+        where = f"{era.path}:{era.lines[era.engines.index(engine)]}"
         found.append(
             Difference(
-                kind=key[0],
-                name=key[1],
-                there=_state(old),
-                pinned=_state(new),
-                where=shown.where,
-                url=blob_url(engine, facts.revision, shown.where),
-                mentioned=_mentioned(key[1], names),
+                kind=item.kind,
+                name=item.name,
+                there=there,
+                pinned=pinned,
+                where=where,
+                url=blob_url(engine, facts.revision, where),
+                mentioned=_mentioned(item.name, names),
             )
         )
     rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
     return sorted(found, key=lambda d: (not d.mentioned, rank.get(d.kind, 99), d.name))
 
 
-def render_notes(
-    facts: FactsFile,
-    release: str,
-    names: set[str],
-    counts: dict[str, int] | None,
-    pinned: dict[tuple[str, str], Fact] | None = None,
-) -> str:
+def render_notes(facts: FactsFile, release: str, names: set[str], counts: dict[str, int] | None) -> str:
     from .report import render_page
 
-    found = differences(facts, release, names, pinned)
+    found = differences(facts, release, names)
     shown = [d for d in found if d.mentioned][:MAX_ROWS]
     by_kind: dict[str, int] = {}
     for d in found:
@@ -183,10 +178,9 @@ def notes_pages(root: Path, facts: FactsFile, pages: list[str], counts: dict[str
     """Every generated page by path: the index and one page per release."""
     names = mentioned_names(root, [p for p in pages if not p.startswith(NOTES_DIR) and p != NOTES_INDEX])
     contents = {NOTES_INDEX: render_index(facts)}
-    pinned = {f.key: f for f in facts.at(PIN)}
     for engine in facts.engines:
         if engine.id != PIN:
-            page = render_notes(facts, engine.id, names, counts.get(engine.id), pinned)
+            page = render_notes(facts, engine.id, names, counts.get(engine.id))
             contents[f"{NOTES_DIR}/{engine.id}.md"] = page
     return contents
 
