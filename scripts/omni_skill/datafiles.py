@@ -1,5 +1,5 @@
 """Formats of the skill's own data files that need a schema: the search space, the evals and the
-native test map (the model catalogue's format is in `models.py`, beside its checks)."""
+native test map (the model catalogue's format is in `catalogue.py`, its checks in `catalogue_checks.py`)."""
 
 from __future__ import annotations
 
