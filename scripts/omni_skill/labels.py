@@ -194,7 +194,7 @@ def markdown_parsers() -> tuple[MarkdownIt, MarkdownIt]:
     return MarkdownIt("commonmark"), MarkdownIt("commonmark").disable("inline")
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def markdown_tokens(source: str) -> list[Token]:
     """Block-level markdown-it tokens of a Markdown text (inline content left unparsed; see
     `inline_tokens`), parsed once per text. Citation definition lines are blanked first (line
@@ -203,7 +203,7 @@ def markdown_tokens(source: str) -> list[Token]:
     return markdown_parsers()[1].parse("\n".join("" if DEF_RE.match(line) else line for line in lines))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def code_lines(source: str) -> frozenset[int]:
     """0-based line numbers that are inside fenced or indented code blocks or HTML blocks."""
     lines: set[int] = set()
