@@ -303,20 +303,30 @@ def build(files: Any, paths: list[str]) -> EngineModel:
     return model
 
 
+def _read_classes(model: EngineModel, tree: ast.Module, path: str, pairs: tuple[tuple[str, str], ...]) -> None:
+    """Each (class, model attribute): the class's fields into the attribute, and its label."""
+    for cls_name, attr in pairs:
+        cls = _find(tree, ast.ClassDef, cls_name)
+        if cls is not None:
+            setattr(model, attr, _class_fields(cls, path))
+            model.labels[cls_name] = f"src:{path}::{cls_name}"
+
+
 def _stage_config(reader: _Reader, model: EngineModel) -> None:
     tree = reader.tree(STAGE_CONFIG)
     if tree is None:
         model.missing.append(STAGE_CONFIG)
         return
-    for cls_name, attr in (
-        ("StageDeployConfig", "stage_fields"),
-        ("DeployConfig", "deploy_fields"),
-        ("StagePipelineConfig", "topology_fields"),
-    ):
-        cls = _find(tree, ast.ClassDef, cls_name)
-        if cls is not None:
-            setattr(model, attr, _class_fields(cls, STAGE_CONFIG))
-            model.labels[cls_name] = f"src:{STAGE_CONFIG}::{cls_name}"
+    _read_classes(
+        model,
+        tree,
+        STAGE_CONFIG,
+        (
+            ("StageDeployConfig", "stage_fields"),
+            ("DeployConfig", "deploy_fields"),
+            ("StagePipelineConfig", "topology_fields"),
+        ),
+    )
     stage_cls = _find(tree, ast.ClassDef, "StageDeployConfig")
     if stage_cls is not None:
         model.diffusion_only_stage_fields = frozenset(_diffusion_block(reader.files.lines(STAGE_CONFIG), stage_cls))
@@ -498,14 +508,12 @@ def _diffusion(reader: _Reader, model: EngineModel) -> None:
     if tree is None:
         model.missing.append(DIFFUSION_DATA)
         return
-    for cls_name, attr in (
-        ("OmniDiffusionConfig", "diffusion_fields"),
-        ("DiffusionParallelConfig", "diffusion_parallel_fields"),
-    ):
-        cls = _find(tree, ast.ClassDef, cls_name)
-        if cls is not None:
-            setattr(model, attr, _class_fields(cls, DIFFUSION_DATA))
-            model.labels[cls_name] = f"src:{DIFFUSION_DATA}::{cls_name}"
+    _read_classes(
+        model,
+        tree,
+        DIFFUSION_DATA,
+        (("OmniDiffusionConfig", "diffusion_fields"), ("DiffusionParallelConfig", "diffusion_parallel_fields")),
+    )
     config_cls = _find(tree, ast.ClassDef, "OmniDiffusionConfig")
     config_text = reader.block_text(DIFFUSION_DATA, config_cls.lineno - 1) if config_cls is not None else ""
     if "fields(cls)" in config_text:  # the config keeps only its own fields

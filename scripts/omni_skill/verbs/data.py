@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
 from .common import (
@@ -16,9 +16,6 @@ from .common import (
     positive,
     skill_root,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def register(verbs: Any) -> None:

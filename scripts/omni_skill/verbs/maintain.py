@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
 from .common import (
@@ -19,9 +19,6 @@ from .common import (
     skill_root,
     source_path,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def register(verbs: Any) -> None:
