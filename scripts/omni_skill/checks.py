@@ -33,6 +33,7 @@ from .skill import (
     WHOLE_PATH,
     SkillLabels,
     collect,
+    collector_paused,
     control_findings,
     eval_files,
     read_once,
@@ -494,7 +495,7 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
 
 
 def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
-    with read_once():
+    with read_once(), collector_paused():
         return _run_check(root, source, installed)
 
 

@@ -755,7 +755,14 @@ def timeline(stamps: list[EngineStamp], per_engine: dict[str, list[Fact]], revis
 
 
 def load_facts(root: Any) -> FactsFile | None:
-    """The shipped timeline, or None when the skill has none (read by the strict JSON reader)."""
+    """The shipped timeline, or None when the skill has none (read by the strict JSON reader);
+    within `check`, loaded once for the checks that read it."""
+    from .skill import loaded_once
+
+    return loaded_once("facts", root / FACTS_PATH, lambda: _load_facts(root))
+
+
+def _load_facts(root: Any) -> FactsFile | None:
     from .safeio import read_json
 
     try:

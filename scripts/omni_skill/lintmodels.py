@@ -91,9 +91,10 @@ def engines(root: Path) -> list[str]:
 def _lines(root: Path) -> list[str]:
     path = root / LINT_MODELS_PATH
     from .safeio import read_text
+    from .skill import loaded_once  # within `check`, read once for its engines and its pin's model
 
     try:
-        return read_text(path).splitlines()
+        return loaded_once("lint-models lines", path, lambda: read_text(path).splitlines())
     except FileNotFoundError:
         raise UsageError(f"{path}: missing (run `omni-skill releases` to make it)") from None
     except (OSError, ValueError) as exc:

@@ -233,9 +233,12 @@ def _entries(text: str) -> tuple[tuple[int, int, str, str], ...]:
     import yaml
 
     from .anchors.yaml_keys import LOADER
+    from .skill import composed_document
 
+    root = composed_document(text)  # within `check`, the tree its data checks composed (same loader)
     try:
-        root = yaml.compose(text, Loader=LOADER)
+        if root is None:
+            root = yaml.compose(text, Loader=LOADER)
     except yaml.YAMLError:
         return ()
     found: list[tuple[int, int, str, str]] = []
@@ -260,14 +263,27 @@ def _entries(text: str) -> tuple[tuple[int, int, str, str], ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=16)
+def _innermost_entries(text: str) -> dict[int, tuple[int, int, str, str]]:
+    """1-based line -> the shortest entry holding it (the first in document order of equal ones)."""
+    found: dict[int, tuple[int, int, str, str]] = {}
+    for entry in _entries(text):
+        first, last = entry[0], entry[1]
+        for number in range(first, last + 1):
+            held = found.get(number)
+            if held is None or last - first < held[1] - held[0]:
+                found[number] = entry
+    return found
+
+
 def data_claims(rel: str, text: str, uses: Mapping[int, set[str]]) -> list[PageClaim]:
-    entries = _entries(text)
+    innermost = _innermost_entries(text)
     lines = text.splitlines()
     units: dict[tuple[int, int], tuple[str, str, set[str]]] = {}
     for number, labels in uses.items():
-        holding = [e for e in entries if e[0] <= number <= e[1]]
+        holding = innermost.get(number)
         if holding:
-            first, last, path, name = min(holding, key=lambda e: e[1] - e[0])
+            first, last, path, name = holding
             text_of = name or (lines[first - 1].strip().lstrip("- ") if first <= len(lines) else "")
             units.setdefault((first, last), (path, text_of, set()))[2].update(labels)
         else:

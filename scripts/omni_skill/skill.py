@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -121,18 +121,62 @@ def control_findings(root: Path) -> list[Finding]:
 
 
 _read: dict[Path, str] | None = None  # the texts read so far, while `read_once` is active
+_loaded: dict[tuple[str, Path], Any] | None = None  # what `loaded_once` loaded, while it is active
+_composed: dict[str, yaml.Node] | None = None  # data file text -> its document, while it is active
+T = TypeVar("T")
 
 
 @contextmanager
 def read_once() -> Iterator[None]:
     """Within the block each skill file is read from disk once: `check` reads pages in several of
-    its checks, and they all see the same text (a file edited meanwhile is not half-seen)."""
-    global _read
+    its checks, and they all see the same text (a file edited meanwhile is not half-seen); and each
+    data file `loaded_once` loads (the release matrix, the facts) is parsed and validated once."""
+    global _read, _loaded, _composed
     outer, _read = _read, {} if _read is None else _read
+    outer_loaded, _loaded = _loaded, {} if _loaded is None else _loaded
+    outer_composed, _composed = _composed, {} if _composed is None else _composed
     try:
         yield
     finally:
-        _read = outer
+        _read, _loaded, _composed = outer, outer_loaded, outer_composed
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off within the block (as it was after). `check` and `drift` hold
+    the index, the release matrix, the facts and every page's tokens at once: each full collection
+    walks all of them again, about a tenth of their time, for a few thousand cyclic objects (the
+    collector frees them once it runs after the block)."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def loaded_once(what: str, path: Path, load: Callable[[], T]) -> T:
+    """`load()`, once per (what, path) within `read_once` (every call outside it). A load that
+    raises is not kept: the next call loads again and raises the same. The result is shared by
+    the callers: they only read it."""
+    if _loaded is None:
+        return load()
+    key = (what, path)
+    if key not in _loaded:
+        _loaded[key] = load()
+    return _loaded[key]
+
+
+def composed_document(text: str) -> yaml.Node | None:
+    """The document `yaml_document` composed (with yamlcheck's loader) for a data file of this
+    text within `read_once`, else None. Never one whose text holds a merge key (`<<`): building
+    its data rewrites the mapping in place, so the tree would no longer be the text's."""
+    if _composed is None or "<<" in text:
+        return None
+    return _composed.get(text)
 
 
 def read_text(root: Path, rel: str) -> str:
@@ -192,6 +236,8 @@ def yaml_document(root: Path, rel: str) -> tuple[yaml.Node | None, list[Finding]
         node, problems = plain_document(text)
         if problems:
             return None, [_yaml_invalid(rel, n, message) for n, message in problems]
+        if _composed is not None and node is not None:
+            _composed[text] = node  # the page claims read its list entries from it
         return node, []
     except yaml.YAMLError:
         pass

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import yaml
@@ -16,6 +16,9 @@ from .findings import Finding
 from .labels import CODE_SPAN, headings, markdown_tokens
 from .skill import REFERENCES, SKILL_FILE, data_files, markdown_files, read_text
 from .yamlcheck import yaml_problems
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -302,11 +305,28 @@ class StatedLiteral:
     line: int
 
 
+def prose_blocks(text: str) -> list[Token]:
+    """The block tokens of `prose(text)` that hold inline text. When the page's own parse starts a
+    top-level block on its citations marker line, every block above it closed there, as it does at
+    the end of the prose: the page's cached parse gives them (the prose is not parsed again). A
+    marker inside a block (an open fence or HTML block) leaves the prose to be parsed on its own."""
+    from .resolve import CITATIONS_MARKER
+
+    cut = text.find(f"\n{CITATIONS_MARKER}\n")
+    if cut < 0:
+        return [t for t in markdown_tokens(text) if t.type == "inline"]
+    marker = text.count("\n", 0, cut) + 1  # its 0-based line
+    tokens = markdown_tokens(text)
+    if any(t.level == 0 and t.map and t.map[0] == marker for t in tokens):
+        return [t for t in tokens if t.type == "inline" and t.map and t.map[0] < marker]
+    return [t for t in markdown_tokens(text[:cut]) if t.type == "inline"]
+
+
 def _segments(text: str) -> list[tuple[int, str]]:
     """(1-based line, text) of every sentence of a page's prose: a table row is one, paragraph text
     is split at sentence ends. Code blocks are skipped (block parse), as are link definitions."""
     found: list[tuple[int, str]] = []
-    for block in markdown_tokens(prose(text)):
+    for block in prose_blocks(text):
         if block.type != "inline" or not block.map:
             continue
         paragraph: list[str] = []

@@ -277,6 +277,12 @@ def schema_json() -> str:
 
 
 def load_matrix(root: Path) -> ReleaseMatrix | None:
+    from .skill import loaded_once  # within `check`, the checks that read the matrix share one load
+
+    return loaded_once("release matrix", root / RELEASES_PATH, lambda: _load_matrix(root))
+
+
+def _load_matrix(root: Path) -> ReleaseMatrix | None:
     try:
         data = read_json(root / RELEASES_PATH)
     except FileNotFoundError:

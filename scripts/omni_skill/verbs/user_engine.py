@@ -79,6 +79,13 @@ def span_diff(before: list[str], after: list[str], old_name: str, new_name: str)
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
+    from ..skill import collector_paused
+
+    with collector_paused():
+        return _drift(args)
+
+
+def _drift(args: argparse.Namespace) -> int:
     from ..bump import GIT_STATUSES, classify_all, counts, use_contexts
     from ..pageclaims import by_page, citation_verdict, claim_items, page_claims, verdicts
     from ..pageclaims import counts as claim_counts
@@ -129,7 +136,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         "release": release,
         "counts": counts(entries, statuses),
         "cosmetic": sum(1 for e in entries if e.status == "changed" and e.cosmetic),
-        "claims": {"counts": claim_counts(judged), "items": items},
+        "claims": {"counts": claim_counts(judged), **({"items": items} if args.format == "json" else {})},
         "facts": facts,
         "sections": [
             {
@@ -142,9 +149,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
             }
             for s in found
         ],
-        "entries": [e.model_dump(mode="json") for e in entries],
     }
-    if args.format != "json":
+    if args.format == "json":
+        data["entries"] = [e.model_dump(mode="json") for e in entries]
+    else:  # the text and Markdown reports show neither every entry nor every claim (JSON has both)
         data["status"] = {e.label: e.status for e in entries}
         data["pages"], data["hidden"], data["verbose"] = pages, hidden, args.verbose
     sys.stdout.write(render("drift", data, args.format))
