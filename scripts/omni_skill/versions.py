@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -37,10 +37,17 @@ ClaimVerdict = Literal["changed-cosmetic", "changed", "missing", "not-shipped"]
 Verdict = Literal["holds", "re-read", "not-shipped"]
 
 
-def classify_tree(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list[UseContext]]) -> list[BumpEntry]:
+def classify_tree(
+    index: EvidenceIndex,
+    tree: FileTree,
+    contexts: Mapping[str, list[UseContext]] | Callable[[], Mapping[str, list[UseContext]]],
+    meanwhile: Callable[[], object] | None = None,
+) -> list[BumpEntry]:
     """Every record's status in the tree: bump's words, plus `not-shipped` for files the tree
     does not ship (tests/, docs/ in a wheel). A citation is judged from its own file alone, so on a
-    second CPU every other cited file is judged in a forked process (its own handle on the tree)."""
+    second CPU every other cited file is judged in a forked process (its own handle on the tree).
+    `contexts` (or the function that makes them) and `meanwhile` run here once this process has
+    judged its share, while the other may still be judging."""
     from .parallel import BesideData
 
     paths = sorted({r.path for r in index.records})
@@ -55,6 +62,10 @@ def classify_tree(index: EvidenceIndex, tree: FileTree, contexts: dict[str, list
         for record in index.records:
             if record.path not in theirs:
                 found[record.label] = classify_one(record, tree)
+        if meanwhile is not None:
+            meanwhile()
+        if callable(contexts):
+            contexts = contexts()
         for data in pending.result():  # type: ignore[attr-defined]
             entry = BumpEntry.model_validate(data)
             found[entry.label] = entry

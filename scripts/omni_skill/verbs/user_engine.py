@@ -79,15 +79,16 @@ def span_diff(before: list[str], after: list[str], old_name: str, new_name: str)
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from ..skill import collector_paused
+    from ..skill import collector_paused, read_once
 
-    with collector_paused():
+    with read_once(), collector_paused():
         return _drift(args)
 
 
 def _drift(args: argparse.Namespace) -> int:
     from ..bump import GIT_STATUSES, classify_all, counts, use_contexts
-    from ..pageclaims import by_page, citation_verdict, claim_items, page_claims, verdicts
+    from ..facts import load_facts
+    from ..pageclaims import PageClaim, by_page, citation_verdict, claim_items, page_claims, verdicts
     from ..pageclaims import counts as claim_counts
     from ..report import render
     from ..source import Source
@@ -100,12 +101,23 @@ def _drift(args: argparse.Namespace) -> int:
         problem = engine.files.version_problem  # type: ignore[union-attr]
         print(f"omni-skill drift: note: {Path(engine.location).name}: {problem}", file=sys.stderr)
     release: dict[str, object] = {}
+    ahead: dict[str, list[PageClaim]] = {}  # the page claims, when made while the engine was judged
     if isinstance(engine.files, Source):
         old = old_source(engine.files.path, provenance.revision)
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
         statuses: tuple[str, ...] = GIT_STATUSES
     else:
-        entries = classify_tree(index, engine.files, use_contexts(root, index))
+
+        def meanwhile() -> None:
+            """What needs the pages and not the engine, while a second CPU judges its share."""
+            ahead["claims"] = page_claims(root, index)
+            for load in (load_matrix, load_facts):  # kept for below; a file that does not load raises there
+                try:
+                    load(root)
+                except (OSError, ValueError):
+                    pass
+
+        entries = classify_tree(index, engine.files, lambda: use_contexts(root, index), meanwhile)
         statuses = TREE_STATUSES
         try:
             recorded = load_matrix(root)
@@ -124,7 +136,7 @@ def _drift(args: argparse.Namespace) -> int:
     else:
         version = str(release["version"]) if release else None
         facts = facts_block(root, markdown_files(root), version, engine.files, engine.paths())
-    claims = page_claims(root, index)
+    claims = ahead["claims"] if "claims" in ahead else page_claims(root, index)
     by_label = {e.label: citation_verdict(e.status, e.cosmetic, e.similarity) for e in entries}
     judged = verdicts(claims, by_label)
     items = claim_items(claims, judged, by_label)
