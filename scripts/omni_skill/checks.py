@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -505,7 +506,7 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
         return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])
     index, provenance, findings = load_state(root)
     if source is None:
-        offline = offline_checks(root, index, provenance, installed)
+        offline = offline_checks(root, index, provenance, installed, beside=True)
         findings += offline.findings
         ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
@@ -557,15 +558,51 @@ class Offline:
 
 
 def offline_checks(
-    root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool, catalogue: bool = True
+    root: Path,
+    index: EvidenceIndex | None,
+    provenance: Provenance | None,
+    installed: bool,
+    catalogue: bool = True,
+    beside: bool = False,
 ) -> Offline:
     """Every check of the skill's own files, the labels collected, and the names of the checks run.
-    `catalogue`: check models.yaml's format here (`check --source` has its catalogue check do it)."""
-    from .structure import check_structure
-    from .versions import RELEASES_PATH, check_releases
+    `catalogue`: check models.yaml's format here (`check --source` has its catalogue check do it).
+    `beside`: the release checks (matrix, versions page, facts, release pages, lint models) run in
+    a forked process on a second CPU once the labels are collected (see `parallel.Beside`)."""
+    from contextlib import nullcontext
+    from functools import partial
+
+    from .facts import FACTS_PATH
+    from .lintmodels import LINT_MODELS_PATH
+    from .parallel import Beside
+    from .versions import RELEASES_PATH
 
     ran = ["structure", "labels", "definitions", "data", "evals"]
     collected = collect(root)
+    release_checks: Callable[[object], list[Finding]] | None = None  # with an index and a pin
+    if index and provenance:
+        ran += ["index", "spans"]
+        has = {path: (root / path).exists() for path in (RELEASES_PATH, FACTS_PATH, LINT_MODELS_PATH)}
+        ran += [name for name, path in (("releases", RELEASES_PATH), ("facts", FACTS_PATH)) if has[path]]
+        ran += ["lint-models"] if has[LINT_MODELS_PATH] else []
+        release_checks = partial(_release_checks, root, index, provenance)
+    with Beside(release_checks, None) if beside and release_checks else nullcontext() as side:
+        findings = _file_checks(root, installed, collected, index, provenance)
+        if side is not None:
+            findings += side.result()
+        elif release_checks is not None:
+            findings += release_checks(None)
+    findings += check_data_formats(root, collected.documents, catalogue)
+    findings += check_evals(root, index)
+    return Offline(findings, collected, ran)
+
+
+def _file_checks(
+    root: Path, installed: bool, collected: SkillLabels, index: EvidenceIndex | None, provenance: Provenance | None
+) -> list[Finding]:
+    """The structure, the write journal, control characters, labels, definitions, index and spans."""
+    from .structure import check_structure
+
     findings = check_structure(root, installed)
     refused = journal_problem(root)
     if refused:
@@ -583,27 +620,28 @@ def offline_checks(
     findings += collected.findings + control_findings(root)
     findings += check_definitions(collected)
     if index and provenance:
-        ran += ["index", "spans"]
         findings += check_index(root, collected, index, provenance)
         findings += stale_schema(root, SCHEMA_PATH, schema_json(), "index", "omni-skill resolve")
         findings += check_spans(root, index)
-        if (root / RELEASES_PATH).exists():
-            ran.append("releases")
-            findings += check_releases(root, index)
-        from .facts import FACTS_PATH, check_facts
+    return findings
 
-        if (root / FACTS_PATH).exists():
-            ran.append("facts")
-            findings += check_facts(root, provenance.revision, release_versions(root))
-            findings += check_release_notes(root)
-        from .lintmodels import LINT_MODELS_PATH, check_lint_models
 
-        if (root / LINT_MODELS_PATH).exists():
-            ran.append("lint-models")
-            findings += check_lint_models(root, provenance.revision, release_versions(root))
-    findings += check_data_formats(root, collected.documents, catalogue)
-    findings += check_evals(root, index)
-    return Offline(findings, collected, ran)
+def _release_checks(root: Path, index: EvidenceIndex, provenance: Provenance, _: object = None) -> list[Finding]:
+    """The release matrix and the versions page, the shipped facts and release pages, the lint
+    models: none reads the labels collected (`_`: the engine `Beside` passes, none here)."""
+    from .facts import FACTS_PATH, check_facts
+    from .lintmodels import LINT_MODELS_PATH, check_lint_models
+    from .versions import RELEASES_PATH, check_releases
+
+    findings: list[Finding] = []
+    if (root / RELEASES_PATH).exists():
+        findings += check_releases(root, index)
+    if (root / FACTS_PATH).exists():
+        findings += check_facts(root, provenance.revision, release_versions(root))
+        findings += check_release_notes(root)
+    if (root / LINT_MODELS_PATH).exists():
+        findings += check_lint_models(root, provenance.revision, release_versions(root))
+    return findings
 
 
 def check_release_notes(root: Path) -> list[Finding]:

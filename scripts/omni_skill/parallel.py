@@ -1,6 +1,7 @@
 """Run one list-of-findings function beside the caller, in a forked process, when the machine has a
 second CPU: `check --source` splits its work this way (records and the model catalogue in the
-child, the pages and the rest in the parent). The child inherits the snapshot already read, so
+child, the pages and the rest in the parent), and the offline `check` too (the release checks in
+the child, given no engine). The child inherits the snapshot already read, so
 nothing is read twice; it opens its own git handle (`Source.reopened`), never the parent's, and
 leaves with `os._exit`, so no finaliser of the parent's objects runs in it. Without fork or a
 second CPU the function runs in the caller when its result is asked for."""
@@ -12,7 +13,7 @@ import os
 import signal
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .findings import Finding
     from .source import Source
 
-Work = Callable[["Source"], list["Finding"]]
+Work = Callable[[Any], list["Finding"]]  # given the engine (its own handle), or None
 
 
 def cpus() -> int:
@@ -37,7 +38,7 @@ class Beside:
     naming the original exception. Leaving the
     block without asking for the result stops the child."""
 
-    def __init__(self, work: Work, source: Source):
+    def __init__(self, work: Work, source: Source | None):
         self.work, self.source = work, source
         self.pid: int | None = None
         self.read_end = -1
@@ -88,11 +89,11 @@ class Beside:
         raise RuntimeError(payload["message"])
 
 
-def _child(work: Work, source: Source, write_end: int) -> None:
+def _child(work: Work, source: Source | None, write_end: int) -> None:
     code = 0
     try:
         try:
-            findings = work(source.reopened())
+            findings = work(source.reopened() if source is not None else None)
             payload: dict[str, object] = {"kind": "findings", "findings": [f.model_dump() for f in findings]}
         except UsageError as exc:
             payload = {"kind": "usage", "message": str(exc)}
