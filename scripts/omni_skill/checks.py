@@ -567,27 +567,29 @@ def offline_checks(
 ) -> Offline:
     """Every check of the skill's own files, the labels collected, and the names of the checks run.
     `catalogue`: check models.yaml's format here (`check --source` has its catalogue check do it).
-    `beside`: the release checks (matrix, versions page, facts, release pages, lint models) run in
-    a forked process on a second CPU once the labels are collected (see `parallel.Beside`)."""
+    `beside`: the checks of the shipped facts, release pages and lint models run in a forked
+    process on a second CPU while the labels are collected and checked (see `parallel.Beside`)."""
     from contextlib import nullcontext
     from functools import partial
 
     from .facts import FACTS_PATH
     from .lintmodels import LINT_MODELS_PATH
     from .parallel import Beside
-    from .versions import RELEASES_PATH
+    from .versions import RELEASES_PATH, check_releases
 
     ran = ["structure", "labels", "definitions", "data", "evals"]
-    collected = collect(root)
     release_checks: Callable[[object], list[Finding]] | None = None  # with an index and a pin
+    has = {path: (root / path).exists() for path in (RELEASES_PATH, FACTS_PATH, LINT_MODELS_PATH)}
     if index and provenance:
         ran += ["index", "spans"]
-        has = {path: (root / path).exists() for path in (RELEASES_PATH, FACTS_PATH, LINT_MODELS_PATH)}
         ran += [name for name, path in (("releases", RELEASES_PATH), ("facts", FACTS_PATH)) if has[path]]
         ran += ["lint-models"] if has[LINT_MODELS_PATH] else []
-        release_checks = partial(_release_checks, root, index, provenance)
+        release_checks = partial(_release_checks, root, provenance)
     with Beside(release_checks, None) if beside and release_checks else nullcontext() as side:
+        collected = collect(root)
         findings = _file_checks(root, installed, collected, index, provenance)
+        if index and provenance and has[RELEASES_PATH]:
+            findings += check_releases(root, index)
         if side is not None:
             findings += side.result()
         elif release_checks is not None:
@@ -626,16 +628,13 @@ def _file_checks(
     return findings
 
 
-def _release_checks(root: Path, index: EvidenceIndex, provenance: Provenance, _: object = None) -> list[Finding]:
-    """The release matrix and the versions page, the shipped facts and release pages, the lint
-    models: none reads the labels collected (`_`: the engine `Beside` passes, none here)."""
+def _release_checks(root: Path, provenance: Provenance, _: object = None) -> list[Finding]:
+    """The shipped facts and release pages, the lint models: none reads the pages' labels or
+    Markdown (`_`: the engine `Beside` passes, none here)."""
     from .facts import FACTS_PATH, check_facts
     from .lintmodels import LINT_MODELS_PATH, check_lint_models
-    from .versions import RELEASES_PATH, check_releases
 
     findings: list[Finding] = []
-    if (root / RELEASES_PATH).exists():
-        findings += check_releases(root, index)
     if (root / FACTS_PATH).exists():
         findings += check_facts(root, provenance.revision, release_versions(root))
         findings += check_release_notes(root)
