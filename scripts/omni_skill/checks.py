@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -493,18 +494,19 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
     return findings
 
 
-def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+def run_check(root: Path, source: Source | None, installed: bool, wheels: dict[str, Any] | None = None) -> CheckReport:
+    """`wheels`: release wheels by version (`trees.WheelTree`) to re-verify `rel:` citations in."""
     with read_once():
-        return _run_check(root, source, installed)
+        return _run_check(root, source, installed, wheels)
 
 
-def _run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+def _run_check(root: Path, source: Source | None, installed: bool, wheels: dict[str, Any] | None) -> CheckReport:
     unreadable = unreadable_files(root)
     if unreadable:  # every other check reads these files: report them alone
         return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])
     index, provenance, findings = load_state(root)
     if source is None:
-        offline = offline_checks(root, index, provenance, installed)
+        offline = offline_checks(root, index, provenance, installed, wheels=wheels)
         findings += offline.findings
         ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
@@ -528,7 +530,7 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
             return check_records(python_records, engine) + check_models(root, engine) + facts
 
         with Beside(engine_checks, source) as engine_side:
-            offline = offline_checks(root, index, provenance, installed, catalogue=False)
+            offline = offline_checks(root, index, provenance, installed, catalogue=False, wheels=wheels)
             findings += offline.findings + check_records(other_records, source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += check_test_markers(offline.collected.documents.get(TEST_MAP_PATH), source)
@@ -556,7 +558,12 @@ class Offline:
 
 
 def offline_checks(
-    root: Path, index: EvidenceIndex | None, provenance: Provenance | None, installed: bool, catalogue: bool = True
+    root: Path,
+    index: EvidenceIndex | None,
+    provenance: Provenance | None,
+    installed: bool,
+    catalogue: bool = True,
+    wheels: dict[str, Any] | None = None,
 ) -> Offline:
     """Every check of the skill's own files, the labels collected, and the names of the checks run.
     `catalogue`: check models.yaml's format here (`check --source` has its catalogue check do it)."""
@@ -595,6 +602,13 @@ def offline_checks(
             ran.append("facts")
             findings += check_facts(root, provenance.revision, release_versions(root))
             findings += check_release_notes(root)
+        from .relcite import REL_INDEX_PATH, check_release_citations, uses_in
+        from .skill import markdown_files
+
+        pages = {rel: read_text(root, rel) for rel in markdown_files(root)}
+        if (root / REL_INDEX_PATH).exists() or uses_in(pages):
+            ran.append("release-citations" + (" (wheels)" if wheels is not None else ""))
+            findings += check_release_citations(root, pages, wheels)
         from .lintmodels import LINT_MODELS_PATH, check_lint_models
 
         if (root / LINT_MODELS_PATH).exists():
