@@ -82,3 +82,9 @@ def test_check_with_wheels_finds_a_record_the_wheel_no_longer_matches(tmp_path):
     root, pages = _skill_with_record(tmp_path)
     edited = wheel(tmp_path / "other", "1.2.3", MODULE.replace("return x", "return x + 1"))
     assert [f.kind for f in check_release_citations(root, pages, {"1.2.3": edited})] == ["rel-stale"]
+
+
+def test_a_line_range_release_citation_resolves(tmp_path):
+    page = "# Page\n\nLines ([L5-L6][rel:1.2.3:vllm_omni/m.py::L5-L6]).\n"
+    found, problems = resolve_all({"references/a/p.md": page}, {"1.2.3": wheel(tmp_path, "1.2.3")})
+    assert problems == [] and [(r.kind, r.start, r.end) for r in found.records] == [("lines", 5, 6)]

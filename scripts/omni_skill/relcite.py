@@ -82,8 +82,7 @@ def uses_in(pages: dict[str, str]) -> dict[str, list[tuple[str, int]]]:
 
 def resolve_all(pages: dict[str, str], wheels: dict[str, Any]) -> tuple[ReleaseCitations, list[Finding]]:
     """Each label used in the pages, resolved in its release's wheel (a `trees.WheelTree`)."""
-    from .anchors import AnchorError, fingerprint, locate
-    from .source import BlobError
+    from .resolve import Unresolved, resolve_label
 
     records: list[ReleaseCitation] = []
     findings: list[Finding] = []
@@ -101,30 +100,14 @@ def resolve_all(pages: dict[str, str], wheels: dict[str, Any]) -> tuple[ReleaseC
         if wheel is None:
             fail("rel-no-wheel", f"{text}: no wheel of release {release} was given (--wheel)")
             continue
-        entry = wheel.entry(label.path)
-        if entry is None:
-            fail("path-missing", f"{label.path} is not in the {release} wheel")
+        found = resolve_label(label.text, wheel, quick=True)  # as a `src:` label, in the release's files
+        if isinstance(found, Unresolved):
+            fail(found.kind, f"{text}: {found.message}")
             continue
-        try:
-            lines = wheel.lines(label.path)
-            span = locate(label, wheel.text(label.path), True, lines)
-        except (AnchorError, BlobError, KeyError) as exc:
-            fail("anchor-missing", f"{text}: {exc}")
-            continue
-        records.append(
-            ReleaseCitation(
-                label=text,
-                release=release,
-                path=label.path,
-                anchor=label.anchor,
-                kind=label.kind,
-                start=span.start,
-                end=span.end,
-                blob=entry.sha,
-                fingerprint=fingerprint(lines, span),
-                uses=[UsePlace(file=f, line=n) for f, n in sorted(set(places))],
-            )
-        )
+        uses = [UsePlace(file=f, line=n) for f, n in sorted(set(places))]
+        kept = set(ReleaseCitation.model_fields) - {"label", "release", "uses"}
+        fields = {k: v for k, v in found.model_dump().items() if k in kept}
+        records.append(ReleaseCitation(**fields, label=text, release=release, uses=uses))
     return ReleaseCitations(records=records), findings
 
 
