@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -495,18 +496,19 @@ def check_tests(collected: SkillLabels, source: Source) -> list[Finding]:
     return findings
 
 
-def run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+def run_check(root: Path, source: Source | None, installed: bool, wheels: dict[str, Any] | None = None) -> CheckReport:
+    """`wheels`: release wheels by version (`trees.WheelTree`) to re-verify `rel:` citations in."""
     with read_once(), collector_paused():
-        return _run_check(root, source, installed)
+        return _run_check(root, source, installed, wheels)
 
 
-def _run_check(root: Path, source: Source | None, installed: bool) -> CheckReport:
+def _run_check(root: Path, source: Source | None, installed: bool, wheels: dict[str, Any] | None) -> CheckReport:
     unreadable = unreadable_files(root)
     if unreadable:  # every other check reads these files: report them alone
         return CheckReport(verb="check", root=str(root), revision="", findings=sort_findings(unreadable), ran=["files"])
     index, provenance, findings = load_state(root)
     if source is None:
-        offline = offline_checks(root, index, provenance, installed, beside=True)
+        offline = offline_checks(root, index, provenance, installed, wheels=wheels, beside=True)
         findings += offline.findings
         ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
@@ -530,7 +532,7 @@ def _run_check(root: Path, source: Source | None, installed: bool) -> CheckRepor
             return check_records(python_records, engine) + check_models(root, engine) + facts
 
         with Beside(engine_checks, source) as engine_side:
-            offline = offline_checks(root, index, provenance, installed, catalogue=False)
+            offline = offline_checks(root, index, provenance, installed, catalogue=False, wheels=wheels)
             findings += offline.findings + check_records(other_records, source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += check_test_markers(offline.collected.documents.get(TEST_MAP_PATH), source)
@@ -563,6 +565,7 @@ def offline_checks(
     provenance: Provenance | None,
     installed: bool,
     catalogue: bool = True,
+    wheels: dict[str, Any] | None = None,
     beside: bool = False,
 ) -> Offline:
     """Every check of the skill's own files, the labels collected, and the names of the checks run.
@@ -580,16 +583,29 @@ def offline_checks(
     ran = ["structure", "labels", "definitions", "data", "evals"]
     release_checks: Callable[[object], list[Finding]] | None = None  # with an index and a pin
     has = {path: (root / path).exists() for path in (RELEASES_PATH, FACTS_PATH, LINT_MODELS_PATH)}
+    pages: dict[str, str] = {}
+    release_citations = False
     if index and provenance:
+        from .relcite import REL_INDEX_PATH, uses_in
+        from .skill import markdown_files
+
+        pages = {rel: read_text(root, rel) for rel in markdown_files(root)}
+        release_citations = (root / REL_INDEX_PATH).exists() or bool(uses_in(pages))
         ran += ["index", "spans"]
         ran += [name for name, path in (("releases", RELEASES_PATH), ("facts", FACTS_PATH)) if has[path]]
+        ran += ["release-citations" + (" (wheels)" if wheels is not None else "")] if release_citations else []
         ran += ["lint-models"] if has[LINT_MODELS_PATH] else []
         release_checks = partial(_release_checks, root, provenance)
+    # The release citations are checked here: the wheels they are re-verified in are open here.
     with Beside(release_checks, None) if beside and release_checks else nullcontext() as side:
         collected = collect(root)
         findings = _file_checks(root, installed, collected, index, provenance)
         if index and provenance and has[RELEASES_PATH]:
             findings += check_releases(root, index)
+        if release_citations:
+            from .relcite import check_release_citations
+
+            findings += check_release_citations(root, pages, wheels)
         if side is not None:
             findings += side.result()
         elif release_checks is not None:

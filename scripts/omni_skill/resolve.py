@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .anchors import AnchorError, Span, fingerprint, locate
@@ -93,11 +94,13 @@ CITATIONS_MARKER = "<!-- citations -->"  # agents stop reading a page here: belo
 def with_definitions(text: str, definitions: list[str]) -> str:
     """The Markdown text with its `[src:…]: URL` lines replaced by one block at the bottom, after
     the citations marker line."""
+    from .relcite import REL_DEF
+
     skip = code_lines(text)
     kept = [
         line
         for i, line in enumerate(text.splitlines())
-        if line.strip() != CITATIONS_MARKER and (i in skip or not DEF_RE.match(line))
+        if line.strip() != CITATIONS_MARKER and (i in skip or not (DEF_RE.match(line) or REL_DEF.match(line)))
     ]
     while kept and not kept[-1].strip():
         kept.pop()
@@ -108,9 +111,13 @@ def with_definitions(text: str, definitions: list[str]) -> str:
 
 
 def definition_texts(
-    root: Path, index: EvidenceIndex, repository: str, texts: dict[str, str] | None = None
+    root: Path, index: EvidenceIndex, repository: str, texts: dict[str, str] | None = None, releases: Any = None
 ) -> dict[str, str]:
-    """New text of every Markdown file: definitions for exactly the labels it uses."""
+    """New text of every Markdown file: definitions for exactly the labels it uses (`src:` from the
+    index, then `rel:` from `releases`, else from the shipped release citations)."""
+    from .relcite import definitions as rel_definitions
+    from .relcite import load as load_releases
+
     texts = texts or {}
     records = index.by_label()
     by_file: dict[str, set[str]] = {}
@@ -118,12 +125,14 @@ def definition_texts(
         for use in record.uses:
             by_file.setdefault(use.file, set()).add(record.label)
     contents: dict[str, str] = {}
+    pages = {rel: texts[rel] if rel in texts else read_text(root, rel) for rel in markdown_files(root)}
+    rel_lines = rel_definitions(releases if releases is not None else load_releases(root), pages)
     for rel in markdown_files(root):
         lines = [
             f"[{escape(label)}]: {permalink(repository, index.revision, records[label])}"
             for label in sorted(by_file.get(rel, ()))
-        ]
-        text = texts[rel] if rel in texts else read_text(root, rel)
+        ] + rel_lines.get(rel, [])
+        text = pages[rel]
         if rel == SKILL_FILE:
             text = with_engine_revision(text, index.revision)
         contents[rel] = with_definitions(text, lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
@@ -31,6 +32,13 @@ def register(verbs: Any) -> None:
     common_options(check)
     check.add_argument(
         "--installed", action="store_true", help="treat the root as an installed copy (name must equal its folder)"
+    )
+    check.add_argument(
+        "--wheels",
+        action="append",
+        type=Path,
+        metavar="FILE_OR_DIR",
+        help="release wheels (or a folder of them): re-verify every rel: citation in its release's wheel",
     )
     check.set_defaults(run=cmd_check)
 
@@ -79,7 +87,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         if provenance is None:
             raise UsageError(f"{root / 'provenance.json'}: no valid pinned revision to check against")
         source = Source(path, provenance.revision)
-    report = run_check(root, source, args.installed)
+    wheels = None
+    if args.wheels:
+        from ..trees import WheelTree
+        from .releases import _wheel_files
+
+        wheels = {tree.version: tree for tree in (WheelTree(path) for path in _wheel_files(args.wheels))}
+    report = run_check(root, source, args.installed, wheels)
     from ..report import check_data, render  # jinja2: loaded while the forked engine checks run
 
     sys.stdout.write(render("check", check_data(report), args.format))

@@ -92,7 +92,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
     from ..writes import write_files
 
     root = skill_root(args)
-    index, _ = pinned_state(root)
+    index, provenance = pinned_state(root)
     contexts = use_contexts(root, index)
     claims = page_claims(root, index)
     releases = []
@@ -127,6 +127,7 @@ def cmd_releases(args: argparse.Namespace) -> int:
         contents[FACTS_SCHEMA_PATH] = facts_schema()
         contents.update(notes_pages(root, facts, markdown_files(root), counts))
         contents[LINT_MODELS_PATH] = lint_models(root, args, trees, facts.revision)
+    contents.update(release_citations(root, index, provenance.repository, trees, contents))
     written = [] if args.dry_run else write_files(root, contents)
     data = {
         "verb": "releases",
@@ -137,6 +138,26 @@ def cmd_releases(args: argparse.Namespace) -> int:
     }
     sys.stdout.write(render("releases", data, args.format))
     return 0
+
+
+def release_citations(
+    root: Path, index: Any, repository: str, trees: list[Any], contents: dict[str, str]
+) -> dict[str, str]:
+    """`rel:` citations resolved in their wheels: evidence/release-citations.json and every page
+    with its definitions (nothing when no page cites a release and there is no such file)."""
+    from ..index import dump_json
+    from ..relcite import REL_INDEX_PATH, resolve_all, uses_in
+    from ..resolve import definition_texts
+    from ..skill import markdown_files, read_text
+
+    pages = {rel: contents.get(rel) or read_text(root, rel) for rel in markdown_files(root)}
+    if not uses_in(pages) and not (root / REL_INDEX_PATH).exists():
+        return {}
+    found, problems = resolve_all(pages, {tree.version: tree for tree in trees})
+    if problems:
+        raise UsageError(f"{problems[0].file}:{problems[0].line}: {problems[0].message} (nothing was written)")
+    texts = definition_texts(root, index, repository, pages, releases=found)
+    return {REL_INDEX_PATH: dump_json(found), **texts}
 
 
 def lint_models(root: Path, args: argparse.Namespace, trees: list[WheelTree], revision: str) -> str:
