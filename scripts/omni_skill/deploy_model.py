@@ -244,16 +244,7 @@ class _Reader:
         lines = self.lines(path)
         if lines is None or start >= len(lines):
             return None
-        first = lines[start]
-        indent = len(first) - len(first.lstrip())
-        end = start + 1
-        while end < len(lines):
-            line = lines[end]
-            stripped = line.strip()
-            if stripped and not stripped.startswith("#") and len(line) - len(line.lstrip()) <= indent:
-                if not stripped.startswith((")", "]", "}")):
-                    break
-            end += 1
+        end = self.block_end(lines, start)
         try:
             module = ast.parse(textwrap.dedent("\n".join(lines[start:end])))
         except SyntaxError:
