@@ -274,6 +274,30 @@ def defining_files(source: Source, names: set[str]) -> dict[str, list[str]]:
     return found
 
 
+def _elsewhere(
+    entry: Callable[..., BumpEntry],
+    candidates: list[str],
+    found: tuple[str, EvidenceRecord] | None,
+    message: str,
+) -> Classified:
+    """A citation whose file or definition is gone here: relocated to the one identical candidate
+    (`found`: its label and record), else relocated by hand among the candidates, else missing."""
+    if found is not None:
+        new_label, moved = found
+        span = _span(moved.start, moved.end)
+        return Classified(
+            entry("relocated", new_label=new_label, new_span=span, similarity=1.0, candidates=candidates), moved
+        )
+    if candidates:
+        note = (
+            "found elsewhere; rewrite by hand"
+            if len(candidates) > 1
+            else "found elsewhere with other text; re-read and rewrite by hand"
+        )
+        return Classified(entry("relocated", candidates=candidates, note=note), None)
+    return Classified(entry("missing", note=message), None)
+
+
 def classify(
     record: EvidenceRecord,
     new: EngineFiles,
@@ -396,26 +420,8 @@ def _classify(
             moved = resolve_label(candidate, new, quick=True)
             if isinstance(moved, EvidenceRecord) and moved.fingerprint == record.fingerprint:
                 identical.append((candidate, moved))
-        if len(candidates) == 1 and len(identical) == 1:
-            candidate, moved = identical[0]
-            return Classified(
-                entry(
-                    "relocated",
-                    new_label=candidate,
-                    new_span=_span(moved.start, moved.end),
-                    similarity=1.0,
-                    candidates=candidates,
-                ),
-                moved,
-            )
-        if candidates:
-            note = (
-                "found elsewhere; rewrite by hand"
-                if len(candidates) > 1
-                else "found elsewhere with other text; re-read and rewrite by hand"
-            )
-            return Classified(entry("relocated", candidates=candidates, note=note), None)
-        return Classified(entry("missing", note=result.message), None)
+        relocated = identical[0] if len(candidates) == 1 and len(identical) == 1 else None
+        return _elsewhere(entry, candidates, relocated, result.message)
     new_lines = _span_lines(new, label.path, result.start, result.end)
     if result.fingerprint != record.fingerprint:
         return Classified(
@@ -486,26 +492,9 @@ def _classify_subspan(
             moved = resolve_label(Label(other, label.symbol).text, new, quick=True)
             if isinstance(moved, EvidenceRecord):
                 placed.append(_place_subspan(record, other, moved, new, old_lines))
-        if len(paths) == 1 and placed and placed[0] is not None and placed[0][0].fingerprint == record.fingerprint:
-            moved, _ = placed[0]
-            return Classified(
-                entry(
-                    "relocated",
-                    new_label=moved.label,
-                    new_span=_span(moved.start, moved.end),
-                    similarity=1.0,
-                    candidates=candidates,
-                ),
-                moved,
-            )
-        if paths:
-            note = (
-                "found elsewhere; rewrite by hand"
-                if len(paths) > 1
-                else "found elsewhere with other text; re-read and rewrite by hand"
-            )
-            return Classified(entry("relocated", candidates=candidates, note=note), None)
-        return Classified(entry("missing", note=whole.message), None)
+        same = len(paths) == 1 and placed and placed[0] is not None and placed[0][0].fingerprint == record.fingerprint
+        found = (placed[0][0].label, placed[0][0]) if same and placed[0] is not None else None
+        return _elsewhere(entry, candidates, found, whole.message)
     placed_here = _place_subspan(record, path, whole, new, old_lines)
     if placed_here is None:
         note = f"the cited lines are not found inside {label.symbol} (L{whole.start}-L{whole.end})"
