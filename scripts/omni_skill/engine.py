@@ -1,9 +1,11 @@
 """The engine a verb reads: git at a revision, the installed package, a folder, a wheel.
 
-Every verb that reads a user's engine (drift, show, facts, since, lint-deploy) gets it here, from
-the same options, so they all agree on what `--installed` or `--wheel` means. A shipped release
-(`--release X`) is not files but the release facts the skill ships; verbs that accept it read
-`facts.shipped` instead.
+Every verb that reads an engine gets it here: the maintainers' verbs (check, resolve, bump,
+releases) the engine's git repository at a revision (`pinned_git`, `require_git`) and release
+wheels (`release_wheels`); the user's verbs (drift, show, facts, since, lint-deploy) any of git,
+the installed package, a folder or a wheel (`open_engine`), from the same options, so they all
+agree on what `--installed` or `--wheel` means. A shipped release (`--release X`) is not files
+but the release facts the skill ships; verbs that accept it read `facts.shipped` instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .source import ENV_VAR
 if TYPE_CHECKING:
     from .installed import InstalledEngine
     from .source import Source
-    from .trees import FileTree
+    from .trees import FileTree, WheelTree
 
 
 @dataclass
@@ -60,10 +62,76 @@ def add_options(parser: argparse.ArgumentParser, release: bool = False) -> None:
         )
 
 
-def source_path(arg: str | None) -> Path | None:
+def source_path(arg: str | Path | None) -> Path | None:
     """`--source` wins over the environment variable; None when neither is given."""
     value = arg or os.environ.get(ENV_VAR)
     return Path(value).expanduser() if value else None
+
+
+def pinned_git(arg: str | Path | None, revision: str) -> Source | None:
+    """The engine's git repository (`--source`, else the environment variable) at `revision`;
+    None when neither names one. A path that is not a repository, or a revision it lacks, is a
+    usage error."""
+    from .source import Source
+
+    path = source_path(arg)
+    return Source(path, revision) if path is not None else None
+
+
+def require_git(arg: str | None, revision: str, verb: str) -> Source:
+    """`pinned_git`, for a verb that cannot run without the engine."""
+    source = pinned_git(arg, revision)
+    if source is None:
+        raise UsageError(f"{verb} needs the engine: give --source PATH or set {ENV_VAR}")
+    return source
+
+
+def git_if_present(arg: str | Path | None, revision: str) -> Source | None:
+    """`pinned_git`, or None when the repository lacks `revision` (an optional second look)."""
+    try:
+        return pinned_git(arg, revision)
+    except UsageError:
+        return None
+
+
+def wheel_files(given: list[Path]) -> list[Path]:
+    """The wheels named, folders expanded; a wheel named twice is a usage error."""
+    found: list[Path] = []
+    for item in given:
+        if item.is_dir():
+            wheels = sorted(item.glob("*.whl"))
+            if not wheels:
+                raise UsageError(f"{item}: no .whl files in this folder")
+            found += wheels
+        elif item.exists():
+            found.append(item)  # a FIFO or device is refused when it is opened, without blocking
+        else:
+            raise UsageError(f"{item}: no such wheel or folder")
+    seen: dict[Path, Path] = {}
+    for wheel in found:
+        real = wheel.resolve()
+        if real in seen:
+            raise UsageError(f"{wheel}: given twice (also as {seen[real]})")
+        seen[real] = wheel
+    return found
+
+
+def release_wheels(given: list[Path]) -> dict[str, WheelTree]:
+    """Release version -> its wheel, from the wheels and folders named. A wheel whose file name
+    gives no version, or two wheels of one version, is a usage error."""
+    from .trees import WheelTree
+
+    trees: dict[str, WheelTree] = {}
+    for path in wheel_files(given):
+        tree = WheelTree(path)
+        if tree.version_problem:
+            raise UsageError(f"{path}: {tree.version_problem} (a release is named by its wheel file)")
+        if tree.version in trees:
+            raise UsageError(
+                f"{path}: version {tree.version} is also {trees[tree.version].location}; give one wheel each"
+            )
+        trees[tree.version] = tree
+    return trees
 
 
 def find_installed() -> InstalledEngine | None:

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..index import EvidenceIndex
     from ..provenance import Provenance
-    from ..source import Source
 
 FORMATS = ("text", "json", "markdown")
 AGENTS = ("claude", "codex", "cursor")
@@ -144,15 +143,6 @@ def page_snapshot(root: Path) -> dict[str, str | None]:
     from ..writes import snapshot
 
     return snapshot(root, markdown_files(root) + data_files(root))
-
-
-def old_source(path: Path, revision: str) -> Source | None:
-    from ..source import Source
-
-    try:
-        return Source(path, revision)
-    except UsageError:
-        return None  # the pinned revision is not in this clone: fingerprints still decide
 
 
 def cited_engine(args: argparse.Namespace, index: EvidenceIndex, revision: str) -> Engine:

@@ -14,7 +14,6 @@ from .common import (
     RELEASES_PATH,
     common_options,
     invalid,
-    old_source,
     page_snapshot,
     pinned_state,
     skill_root,
@@ -72,8 +71,8 @@ def register(verbs: Any) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from ..checks import run_check
+    from ..engine import pinned_git, release_wheels
     from ..provenance import load_provenance
-    from ..source import Source
 
     root = skill_root(args)
     provenance = None
@@ -81,18 +80,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         provenance = load_provenance(root)
     except ValueError:
         pass  # reported as a finding by the check itself
-    source = None
-    path = source_path(args.source)
-    if path is not None:
-        if provenance is None:
-            raise UsageError(f"{root / 'provenance.json'}: no valid pinned revision to check against")
-        source = Source(path, provenance.revision)
-    wheels = None
-    if args.wheels:
-        from ..trees import WheelTree
-        from .releases import _wheel_files
-
-        wheels = {tree.version: tree for tree in (WheelTree(path) for path in _wheel_files(args.wheels))}
+    if provenance is None and source_path(args.source) is not None:
+        raise UsageError(f"{root / 'provenance.json'}: no valid pinned revision to check against")
+    source = pinned_git(args.source, provenance.revision) if provenance is not None else None
+    wheels = release_wheels(args.wheels) if args.wheels else None
     report = run_check(root, source, args.installed, wheels)
     from ..report import check_data, render  # jinja2: loaded while the forked engine checks run
 
@@ -102,16 +93,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_resolve(args: argparse.Namespace) -> int:
     from ..checks import CheckReport
+    from ..engine import require_git
     from ..findings import sort_findings
     from ..provenance import load_provenance
     from ..report import check_data, render
     from ..resolve import resolve
-    from ..source import Source
     from ..writes import changed_files, write_files
 
     root = skill_root(args)
-    path = source_path(args.source)
-    if path is None:
+    if source_path(args.source) is None:
         raise UsageError(f"resolve needs the engine: give --source PATH or set {ENV_VAR}")
     try:
         previous = load_provenance(root)
@@ -121,7 +111,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     if revision is None:
         raise UsageError("no pinned revision yet: give --revision SHA")
     before = page_snapshot(root)
-    outcome = resolve(root, Source(path, revision), previous)
+    outcome = resolve(root, require_git(args.source, revision, "resolve"), previous)
     if outcome.findings:
         report = CheckReport(
             verb="resolve",
@@ -166,15 +156,14 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_bump(args: argparse.Namespace) -> int:
     from ..bump import BumpReport, blockers, classify_all, counts, new_index, relabel
     from ..checks import check_index, check_proposed
+    from ..engine import git_if_present, require_git
     from ..report import render
     from ..resolve import outputs, pinned, verification, with_code_fingerprints
     from ..skill import collect
-    from ..source import Source
     from ..writes import write_files
 
     root = skill_root(args)
-    path = source_path(args.source)
-    if path is None:
+    if source_path(args.source) is None:
         raise UsageError(f"bump needs the engine: give --source PATH or set {ENV_VAR}")
     before = page_snapshot(root)
     index, provenance = pinned_state(root)
@@ -183,8 +172,8 @@ def cmd_bump(args: argparse.Namespace) -> int:
         raise UsageError(
             f"{stale[0].one_line()} — the pages changed since the last resolve: run `omni-skill resolve` first"
         )
-    new = Source(path, args.to)
-    classified = classify_all(root, index, new, old_source(path, provenance.revision))
+    new = require_git(args.source, args.to, "bump")
+    classified = classify_all(root, index, new, git_if_present(args.source, provenance.revision))
     entries = [c.entry for c in classified]
     blocked = blockers(entries, set(args.accept), args.accept_changed)
     unknown = sorted(set(args.accept) - {e.label for e in entries})

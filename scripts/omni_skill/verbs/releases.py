@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..engine import pinned_git
 from ..errors import UsageError
 from .common import (
     ENV_VAR,
@@ -16,7 +17,6 @@ from .common import (
     engine_options,
     pinned_state,
     skill_root,
-    source_path,
 )
 
 if TYPE_CHECKING:
@@ -60,34 +60,13 @@ def register(verbs: Any) -> None:
     lint.set_defaults(run=cmd_lint_deploy)
 
 
-def _wheel_files(given: list[Path]) -> list[Path]:
-    """The wheels named, folders expanded; a wheel named twice is a usage error."""
-    found: list[Path] = []
-    for item in given:
-        if item.is_dir():
-            wheels = sorted(item.glob("*.whl"))
-            if not wheels:
-                raise UsageError(f"{item}: no .whl files in this folder")
-            found += wheels
-        elif item.exists():
-            found.append(item)  # a FIFO or device is refused when it is opened, without blocking
-        else:
-            raise UsageError(f"{item}: no such wheel or folder")
-    seen: dict[Path, Path] = {}
-    for wheel in found:
-        real = wheel.resolve()
-        if real in seen:
-            raise UsageError(f"{wheel}: given twice (also as {seen[real]})")
-        seen[real] = wheel
-    return found
-
-
 def cmd_releases(args: argparse.Namespace) -> int:
     from ..bump import use_contexts
+    from ..engine import release_wheels
     from ..index import dump_json
     from ..pageclaims import page_claims
     from ..report import render
-    from ..trees import WheelTree, require_cited
+    from ..trees import require_cited
     from ..versions import RELEASES_SCHEMA_PATH, matrix, release_of, render_page, schema_json
     from ..writes import write_files
 
@@ -96,18 +75,10 @@ def cmd_releases(args: argparse.Namespace) -> int:
     contexts = use_contexts(root, index)
     claims = page_claims(root, index)
     releases = []
-    versions: dict[str, Path] = {}
-    trees = []
-    for path in _wheel_files(args.wheel):
-        tree = WheelTree(path)
-        if tree.version_problem:
-            raise UsageError(f"{path}: {tree.version_problem} (a release is named by its wheel file)")
-        if tree.version in versions:
-            raise UsageError(f"{path}: version {tree.version} is also {versions[tree.version]}; give one wheel each")
-        versions[tree.version] = path
+    trees = list(release_wheels(args.wheel).values())
+    for tree in trees:
         require_cited(tree, [r.path for r in index.records])
         releases.append(release_of(index, tree, contexts, claims))
-        trees.append(tree)
     found = matrix(index, releases)
     contents = {
         RELEASES_PATH: dump_json(found),
@@ -172,11 +143,8 @@ def lint_models(root: Path, args: argparse.Namespace, trees: list[WheelTree], re
     for tree in trees:
         model = build(tree, tree.paths())
         entries.append(entry_line(tree.version, model, spans_of(model, tree)))
-    path = source_path(args.source)
-    if path is not None:
-        from ..source import Source
-
-        source = Source(path, revision)
+    source = pinned_git(args.source, revision)
+    if source is not None:
         model = build(source, sorted(source.tree))
         entries.append(entry_line(PIN, model, spans_of(model, source)))
     else:
@@ -202,11 +170,8 @@ def release_facts(root: Path, args: argparse.Namespace, trees: list[WheelTree]) 
     for tree in trees:
         stamps.append(EngineStamp(id=tree.version, date=tree.built()))
         per_engine[tree.version] = extract(tree, tree.paths())
-    path = source_path(args.source)
-    if path is not None:
-        from ..source import Source
-
-        source = Source(path, provenance.revision)
+    source = pinned_git(args.source, provenance.revision)
+    if source is not None:
         per_engine[PIN] = extract(source, sorted(source.tree))
     else:
         shipped = load_facts(root)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..engine import git_if_present
 from ..errors import UsageError
 from .common import (
     DRIFT_CLAIM_LINES,
@@ -16,10 +17,8 @@ from .common import (
     common_options,
     engine_options,
     invalid,
-    old_source,
     pinned_state,
     skill_root,
-    source_path,
 )
 
 if TYPE_CHECKING:
@@ -66,9 +65,8 @@ def _pinned_files(files: object, args: argparse.Namespace, revision: str) -> Sou
     from ..source import Source
 
     if isinstance(files, Source):
-        return old_source(files.path, revision)
-    path = source_path(getattr(args, "source", None))
-    return old_source(path, revision) if path is not None else None
+        return git_if_present(files.path, revision)
+    return git_if_present(getattr(args, "source", None), revision)
 
 
 def span_diff(before: list[str], after: list[str], old_name: str, new_name: str) -> list[str]:
@@ -103,7 +101,7 @@ def _drift(args: argparse.Namespace) -> int:
     release: dict[str, object] = {}
     ahead: dict[str, list[PageClaim]] = {}  # the page claims, when made while the engine was judged
     if isinstance(engine.files, Source):
-        old = old_source(engine.files.path, provenance.revision)
+        old = git_if_present(engine.files.path, provenance.revision)
         entries = [c.entry for c in classify_all(root, index, engine.files, old)]
         statuses: tuple[str, ...] = GIT_STATUSES
     else:
@@ -186,7 +184,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.label} is not a citation of this skill (labels are listed in evidence/index.json)")
     engine = cited_engine(args, index, args.revision or provenance.revision)
     if isinstance(engine.files, Source):
-        entry = classify(record, engine.files, old_source(engine.files.path, provenance.revision)).entry
+        entry = classify(record, engine.files, git_if_present(engine.files.path, provenance.revision)).entry
     else:
         entry = classify_one(record, engine.files)
     lines: list[dict[str, object]] = []
