@@ -562,7 +562,8 @@ def render_text(result: FindResult, limit: int) -> str:
     if len(result.entries) > 12:
         out.append(f"  … {len(result.entries) - 12} more entries (--format json lists them)")
     if result.places:
-        out.append("places, most central first:")
+        first = result.places[0]
+        out.append(f"places, most central first (read one: omni-skill read {first.file}:{first.line}):")
     for place in result.places[:limit]:
         heading = _short(place.heading, 60) or "(top of page)"
         others = [n for n in place.lines if n != place.line]

@@ -1,4 +1,4 @@
-"""The verbs that print the skill's data or copy it: install, package, models, find, search-space."""
+"""The verbs that print the skill's data or copy it: install, package, models, find, read, search-space."""
 
 from __future__ import annotations
 
@@ -64,6 +64,17 @@ def register(verbs: Any) -> None:
         "--limit", type=positive, default=20, metavar="N", help="sections to list, most central first (default: 20)"
     )
     find.set_defaults(run=cmd_find)
+
+    read = verbs.add_parser(
+        "read",
+        help="print one section of a page (PAGE:LINE as find prints it, or PAGE#anchor), citations numbered",
+        description="Print the section of a skill page under the nearest heading at or above LINE, or the one an "
+        "anchor names, or the whole page's prose. Citations become their link text with a number, and each number "
+        "is listed once below as the cited path and lines: the same facts in fewer characters than the page.",
+    )
+    common_options(read, source=False, fmt=False)
+    read.add_argument("target", help="PAGE:LINE, PAGE#anchor or PAGE (references/ may be left out)")
+    read.set_defaults(run=cmd_read)
 
     space = verbs.add_parser(
         "search-space",
@@ -136,6 +147,19 @@ def cmd_find(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(result, args.limit))
     return 0 if result.found else 1
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    from ..readsection import read_section, render
+
+    root = skill_root(args)
+    section = read_section(root, args.target)
+    try:
+        revision = json.loads((root / "provenance.json").read_text(encoding="utf-8"))["revision"]
+    except (OSError, ValueError, KeyError, TypeError):
+        revision = "the pinned revision"
+    sys.stdout.write(render(section, str(revision)))
+    return 0
 
 
 def cmd_search_space(args: argparse.Namespace) -> int:

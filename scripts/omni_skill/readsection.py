@@ -1,0 +1,121 @@
+"""`read`: one section of a skill page, as an agent needs it, in fewer characters than the page.
+
+A target is what `find` prints (`PAGE:LINE`, the section under the nearest heading at or above that line) or a link
+(`PAGE#anchor`); a bare `PAGE` is the page up to its link definitions. PAGE is relative to the
+skill root; `references/` may be left out. Citations are printed as their link text with a number
+(`StagePool.pick[3]`), and each number once below as its path and lines, read from the page's own
+link definitions: the facts and their locations, without the long labels written inline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+from .labels import LabelError, check_path
+from .skill import markdown_files, read_text
+
+CITATIONS_MARK = "<!-- citations -->"
+# `[text][src:…]` or `[text][rel:…]`; the text may hold a code span with brackets in it.
+USE = re.compile(r"\[((?:`[^`]*`|[^\[\]])*)\]\[((?:src|rel):(?:\\[\[\]]|[^\[\]\s\\])*)\]")
+DEFINITION = re.compile(r"^ {0,3}\[((?:src|rel):[^\s]*)\]:[ \t]*(\S+)[ \t]*$")
+PERMALINK = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/([^/]+)/(.+?)(?:#(L\d+(?:-L\d+)?))?$")
+TARGET = re.compile(r"^(?P<page>[^:#]+?)(?::(?P<line>\d{1,7})|#(?P<anchor>[^\s#]+))?$")
+
+
+@dataclass
+class Section:
+    page: str
+    start: int  # 1-based, inclusive
+    end: int
+    text: str  # the section with citations numbered
+    notes: list[tuple[str, str]]  # (label, where: path#Lx-Ly @ revision) in number order
+
+
+def parse_target(root: Path, target: str) -> tuple[str, int | None, str | None]:
+    """(page, line, anchor) of a target; a usage error names what is wrong with it."""
+    match = TARGET.match(target.strip())
+    if not match:
+        raise UsageError(f"{target!r}: not PAGE, PAGE:LINE or PAGE#anchor")
+    page = match["page"]
+    try:
+        check_path(page)
+    except LabelError as exc:
+        raise UsageError(f"{target!r}: {exc}") from None
+    pages = markdown_files(root)
+    for candidate in (page, f"references/{page}"):
+        if candidate in pages:
+            line = int(match["line"]) if match["line"] else None
+            return candidate, line, match["anchor"]
+    raise UsageError(f"{page}: not a page of this skill (pages are SKILL.md and references/**/*.md)")
+
+
+def read_section(root: Path, target: str) -> Section:
+    from .anchors.markdown import sections
+
+    page, line, anchor = parse_target(root, target)
+    text = read_text(root, page)
+    lines = text.splitlines()
+    prose_end = next((n for n, t in enumerate(lines) if t.strip() == CITATIONS_MARK), len(lines))
+    spans = sections(text)
+    if anchor is not None:
+        span = spans.get(anchor)
+        if span is None:
+            raise UsageError(f"{page}: no heading #{anchor} (headings: {', '.join(list(spans)[:12])} …)")
+        start, end = span.start, span.end
+    elif line is not None:
+        if not 1 <= line <= prose_end:
+            raise UsageError(f"{page}:{line}: the page's prose has lines 1-{prose_end}")
+        above = [s for s in spans.values() if s.start <= line]  # the section of the nearest heading above
+        start, end = max(((s.start, s.end) for s in above), default=(1, prose_end))
+    else:
+        start, end = 1, prose_end
+    end = min(end, prose_end)
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    where = definitions(lines[prose_end:])
+    numbers: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        label = match[2]
+        if label not in numbers:
+            numbers[label] = len(numbers) + 1
+        return f"{match[1]}[{numbers[label]}]"
+
+    body = "\n".join(USE.sub(number, t) for t in lines[start - 1 : end])
+    notes = [(label, where.get(label, "(no link definition)")) for label in numbers]
+    return Section(page, start, end, body, notes)
+
+
+def definitions(lines: list[str]) -> dict[str, str]:
+    """Label -> `path#Lx-Ly` (with `@ vX.Y.Z` for a release) from a page's link definitions."""
+    found: dict[str, str] = {}
+    for line in lines:
+        match = DEFINITION.match(line)
+        if not match:
+            continue
+        url = PERMALINK.match(match[2])
+        if url is None:
+            found[match[1]] = match[2]
+            continue
+        ref, path, lines_part = url.groups()
+        place = f"{path}#{lines_part}" if lines_part else path
+        found[match[1]] = f"{place} @ {ref}" if ref.startswith("v") else place
+    return found
+
+
+def render(section: Section, revision: str) -> str:
+    """The section, then its citations grouped by file: `path: [1] L10-L20, [4] L88`."""
+    out = [f"{section.page}:{section.start}-{section.end}", section.text]
+    if section.notes:
+        by_file: dict[str, list[str]] = {}
+        for number, (_, where) in enumerate(section.notes, 1):
+            place, _, release = where.partition(" @ ")
+            path, _, lines = place.partition("#")
+            key = f"{path} @ {release}" if release else path
+            by_file.setdefault(key, []).append(f"[{number}] {lines}" if lines else f"[{number}]")
+        out.append(f"\ncited (engine at {revision[:12]} unless marked @ vX.Y.Z):")
+        out += [f"{path}: {', '.join(items)}" for path, items in by_file.items()]
+    return "\n".join(out) + "\n"
