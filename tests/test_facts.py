@@ -315,3 +315,22 @@ def test_drift_facts_block_of_a_known_release_reads_the_shipped_facts(skill, tmp
         }
     ]
     assert block["page"] == "references/serving-tuning/releases/1.0.0.md"
+
+
+def test_release_pages_link_the_behaviour_pages_that_name_the_release(tmp_path: Path) -> None:
+    from omni_skill.releasenotes import behaviour_pages
+
+    pages = {
+        "references/b/old.md": "# Old\n\nRead this when: the user runs 0.20.0 or\n0.24.0 and asks.\n\nIn 0.26.0 too.\n",
+        "references/b/new.md": "# New\n\nRead this when: the user runs 0.30.0.\n",
+        "references/b/plain.md": "# Plain\n\nMentions 0.24.0 outside the read-this-when line.\n",
+    }
+    for rel, text in pages.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    found = behaviour_pages(tmp_path, sorted(pages))
+    assert found == {
+        "0.30.0": ["references/b/new.md"],
+        "0.20.0": ["references/b/old.md"],
+        "0.24.0": ["references/b/old.md"],
+    }

@@ -5,6 +5,7 @@ everything else — as one short generated page an agent can read in a chat.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +128,28 @@ def differences(facts: FactsFile, release: str, names: set[str]) -> list[Differe
     return sorted(found, key=lambda d: (not d.mentioned, rank.get(d.kind, 99), d.name))
 
 
-def render_notes(facts: FactsFile, release: str, names: set[str], counts: dict[str, int] | None) -> str:
+def behaviour_pages(root: Path, pages: list[str]) -> dict[str, list[str]]:
+    """Release -> the hand-written pages on what that release does instead: those whose "Read this
+    when:" paragraph names the release (`0.24.0`), in page order."""
+    from .skill import read_text
+
+    found: dict[str, list[str]] = {}
+    for page in pages:
+        if page.startswith(NOTES_DIR) or page == NOTES_INDEX:
+            continue
+        text = read_text(root, page)
+        start = text.find("Read this when:")
+        if start < 0:
+            continue
+        paragraph = text[start : text.find("\n\n", start) if "\n\n" in text[start:] else len(text)]
+        for release in dict.fromkeys(re.findall(r"\b(\d+\.\d+\.\d+)\b", paragraph)):
+            found.setdefault(release, []).append(page)
+    return found
+
+
+def render_notes(
+    facts: FactsFile, release: str, names: set[str], counts: dict[str, int] | None, behaviour: list[str] | None = None
+) -> str:
     from .report import render_page
 
     found = differences(facts, release, names)
@@ -149,6 +171,7 @@ def render_notes(facts: FactsFile, release: str, names: set[str], counts: dict[s
         total=len(found),
         rest=sorted(by_kind.items(), key=lambda kv: -kv[1]),
         counts=counts or {},
+        behaviour=[posixpath.relpath(page, NOTES_DIR) for page in behaviour or []],
     )
 
 
@@ -177,10 +200,11 @@ def render_index(facts: FactsFile) -> str:
 def notes_pages(root: Path, facts: FactsFile, pages: list[str], counts: dict[str, dict[str, int]]) -> dict[str, str]:
     """Every generated page by path: the index and one page per release."""
     names = mentioned_names(root, [p for p in pages if not p.startswith(NOTES_DIR) and p != NOTES_INDEX])
+    behaviour = behaviour_pages(root, pages)
     contents = {NOTES_INDEX: render_index(facts)}
     for engine in facts.engines:
         if engine.id != PIN:
-            page = render_notes(facts, engine.id, names, counts.get(engine.id))
+            page = render_notes(facts, engine.id, names, counts.get(engine.id), behaviour.get(engine.id))
             contents[f"{NOTES_DIR}/{engine.id}.md"] = page
     return contents
 
