@@ -160,6 +160,11 @@ def test_code_blocks_are_not_places(root: Path) -> None:
     assert find(root, "max_num_seqs_in_a_code_block").places == []
 
 
+def test_a_word_seen_only_in_a_code_block_is_not_suggested(root: Path) -> None:
+    assert "max_num_seqs_in_a_code_block" not in find(root, "max_num_seqs_in_a_code_blok").suggestions
+    assert "StagePool.pick" in find(root, "StagePool.pik").suggestions
+
+
 @pytest.mark.parametrize("spelling", ["max_num_seqs", "max-num-seqs", "--max-num-seqs", "MAX_NUM_SEQS"])
 def test_setting_and_flag_spellings_are_one_name(root: Path, spelling: str) -> None:
     assert places_of(root, spelling) == places_of(root, "max_num_seqs")

@@ -31,10 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .labels import CODE_SPAN, USE_RE
+from .skill import read_text
 from .snapshot import (
     MODELS_PATH,
     SEARCH_SPACE_PATH,
     TEST_MAP_PATH,
+    WORD,
     CatalogueEntry,
     SettingView,
     Snapshot,
@@ -46,6 +49,7 @@ from .snapshot import (
 )
 
 FACTS_PATH = "evidence/facts.json"
+FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)
 DEFAULT_LIMIT = 20
 FILE_NAME = re.compile(r"\.(?:py|ya?ml|md|json|toml|txt|sh)$", re.IGNORECASE)
 MAX_NAME = 200
@@ -477,8 +481,10 @@ def data_entries(snapshot: Snapshot, query: Query) -> list[DataEntry]:
 
 
 def known_names(snapshot: Snapshot) -> dict[str, str]:
-    """Every name the skill knows, normalized -> as written: code span words, label anchors (and
-    their last segment), headings' code, settings, model keys and architectures, tests."""
+    """Every name the skill may know, normalized -> as written: the words of code spans and the
+    anchors of citation labels (and their last segment) in the pages' raw text, settings, model
+    keys and architectures, tests. Read from the raw text, fenced code blocks left out, without
+    parsing the pages (which is what an unknown name would otherwise cost)."""
     names: dict[str, str] = {}
 
     def add(name: str) -> None:
@@ -486,12 +492,14 @@ def known_names(snapshot: Snapshot) -> dict[str, str]:
         if len(key) > 2 and not key.isdigit() and "[" not in key and not key.endswith(("/", "_", ".")):
             names.setdefault(key, name)
 
-    for page in snapshot.pages():
-        for term in page.terms:
-            if term.via in ("code", "label"):
-                add(term.text)
-                if "." in term.text:
-                    add(term.text.rsplit(".", 1)[-1])
+    for rel in snapshot.files:
+        text = FENCED.sub("", read_text(snapshot.root, rel))
+        words = [w for span in CODE_SPAN.finditer(text) for w in WORD.findall(span.group(0).strip("`"))]
+        words += [m.group(1).split("::", 1)[-1] for m in USE_RE.finditer(text) if "::" in m.group(1)]
+        for word in words:
+            add(word)
+            if "." in word:
+                add(word.rsplit(".", 1)[-1])
     for setting in snapshot.settings:
         add(setting.name)
     for entry in snapshot.catalogue:
@@ -503,6 +511,7 @@ def known_names(snapshot: Snapshot) -> dict[str, str]:
 
 
 def suggestions(snapshot: Snapshot, query: Query, count: int = 5) -> list[str]:
+    """The known names closest to the query."""
     import difflib  # only when the name is not found
 
     names = known_names(snapshot)
