@@ -36,9 +36,28 @@ In 0.30.0 it moved ([`pick`][rel:0.30.0:pkg/pool.py::StagePool.pick]).
 """
 
 
+DATA = """\
+version: 1
+settings:
+  - name: first
+    read_by:
+      - src:pkg/a.py::A
+    default: 1
+  - name: second
+    default: 2
+"""
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    return make_skill(tmp_path / "skill", "# Branch\n\nRead this when: testing.\n", {"references/branch/p.md": PAGE})
+    extra = {"references/branch/p.md": PAGE, "references/branch/data.yaml": DATA}
+    return make_skill(tmp_path / "skill", "# Branch\n\nRead this when: testing.\n", extra)
+
+
+def test_a_data_file_line_reads_its_list_item_whole(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(root, "branch/data.yaml:4", capsys)
+    assert code == 0
+    assert out == "references/branch/data.yaml:3-6\n  - name: first\n    read_by:\n      - src:pkg/a.py::A\n    default: 1\n"
 
 
 def run(root: Path, target: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -86,6 +105,8 @@ def test_whole_page_stops_at_the_link_definitions(root: Path, capsys: pytest.Cap
         ("branch/p.md#no-such-heading", "no heading #no-such-heading"),
         ("branch/p.md:999", "the page's prose has lines 1-"),
         ("branch/p.md:x:y", "not PAGE, PAGE:LINE or PAGE#anchor"),
+        ("branch/data.yaml", "give a data file as FILE:LINE"),
+        ("branch/data.yaml:99", "the file has lines 1-"),
     ],
 )
 def test_bad_targets_are_one_line_usage_errors(

@@ -50,7 +50,8 @@ from .snapshot import (
 
 FACTS_PATH = "evidence/facts.json"
 FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)
-DEFAULT_LIMIT = 20
+DEFAULT_LIMIT = 10
+ENTRY_LIMIT = 8
 FILE_NAME = re.compile(r"\.(?:py|ya?ml|md|json|toml|txt|sh)$", re.IGNORECASE)
 MAX_NAME = 200
 MAX_TESTS = 3  # test-map tests shown per subsystem
@@ -554,6 +555,11 @@ def _count(number: int, one: str, many: str = "") -> str:
     return f"{number} {one if number == 1 else many or one + 's'}"
 
 
+def _short_path(file: str) -> str:
+    """A page or data file as `read` takes it: `references/` left out."""
+    return file.removeprefix("references/")
+
+
 def render_text(result: FindResult, limit: int) -> str:
     """At most about `limit` + 15 lines: a header, the data entries, the places."""
     out: list[str] = []
@@ -566,18 +572,18 @@ def render_text(result: FindResult, limit: int) -> str:
     where = f"{_count(len(result.places), 'section')} on {_count(pages, 'page')} (owner: {result.owner})"
     entries = _count(len(result.entries), "data entry", "data entries")
     out.append(f"{result.name}: {entries}; {where if pages else 'no page names it'}")
-    for entry in result.entries[:12]:
-        out.append(f"  {entry.file}:{entry.line}  {entry.summary}")
-    if len(result.entries) > 12:
-        out.append(f"  … {len(result.entries) - 12} more entries (--format json lists them)")
+    for entry in result.entries[:ENTRY_LIMIT]:
+        out.append(f"  {_short_path(entry.file)}:{entry.line}  {entry.summary}")
+    if len(result.entries) > ENTRY_LIMIT:
+        out.append(f"  … {len(result.entries) - ENTRY_LIMIT} more entries (--format json lists them)")
     if result.places:
         first = result.places[0]
-        out.append(f"places, most central first (read one: omni-skill read {first.file}:{first.line}):")
+        out.append(f"places, most central first (read one: omni-skill read {_short_path(first.file)}:{first.line}):")
     for place in result.places[:limit]:
         heading = _short(place.heading, 60) or "(top of page)"
         others = [n for n in place.lines if n != place.line]
         also = f"; also {', '.join(map(str, others[:6]))}{' …' if len(others) > 6 else ''}" if others else ""
-        out.append(f"  {place.file}:{place.line}  § {heading} — {place.what}{also}")
+        out.append(f"  {_short_path(place.file)}:{place.line}  § {heading} — {place.what}{also}")
     if len(result.places) > limit:
         out.append(f"  … {len(result.places) - limit} more sections (--limit N, or --format json)")
     out += [f"note: {n}" for n in result.notes]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .labels import LabelError, check_path
-from .skill import markdown_files, read_text
+from .skill import data_files, markdown_files, read_text
 
 CITATIONS_MARK = "<!-- citations -->"
 # `[text][src:…]` or `[text][rel:…]`; the text may hold a code span with brackets in it.
@@ -44,12 +44,14 @@ def parse_target(root: Path, target: str) -> tuple[str, int | None, str | None]:
         check_path(page)
     except LabelError as exc:
         raise UsageError(f"{target!r}: {exc}") from None
-    pages = markdown_files(root)
+    pages = markdown_files(root) + data_files(root)
     for candidate in (page, f"references/{page}"):
         if candidate in pages:
             line = int(match["line"]) if match["line"] else None
+            if candidate.endswith((".yaml", ".yml")) and (line is None or match["anchor"]):
+                raise UsageError(f"{target!r}: give a data file as FILE:LINE (a line find printed)")
             return candidate, line, match["anchor"]
-    raise UsageError(f"{page}: not a page of this skill (pages are SKILL.md and references/**/*.md)")
+    raise UsageError(f"{page}: not a page of this skill (SKILL.md, references/**/*.md or a references/ data file)")
 
 
 def read_section(root: Path, target: str) -> Section:
@@ -58,6 +60,8 @@ def read_section(root: Path, target: str) -> Section:
     page, line, anchor = parse_target(root, target)
     text = read_text(root, page)
     lines = text.splitlines()
+    if page.endswith((".yaml", ".yml")) and line is not None:
+        return data_item(page, lines, line)
     prose_end = next((n for n, t in enumerate(lines) if t.strip() == CITATIONS_MARK), len(lines))
     spans = sections(text)
     if anchor is not None:
@@ -87,6 +91,26 @@ def read_section(root: Path, target: str) -> Section:
     body = "\n".join(USE.sub(number, t) for t in lines[start - 1 : end])
     notes = [(label, where.get(label, "(no link definition)")) for label in numbers]
     return Section(page, start, end, body, notes)
+
+
+def data_item(page: str, lines: list[str], line: int) -> Section:
+    """The YAML list item holding a line of a data file (a setting, a model, a test), whole."""
+    if not 1 <= line <= len(lines):
+        raise UsageError(f"{page}:{line}: the file has lines 1-{len(lines)}")
+
+    def indent(text: str) -> int:
+        return len(text) - len(text.lstrip(" "))
+
+    start = line - 1
+    while start > 0 and not (lines[start].lstrip().startswith("- ") and indent(lines[start]) <= indent(lines[line - 1])):
+        start -= 1
+    depth = indent(lines[start])
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or indent(lines[end]) > depth):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return Section(page, start + 1, end, "\n".join(lines[start:end]), [])
 
 
 def definitions(lines: list[str]) -> dict[str, str]:

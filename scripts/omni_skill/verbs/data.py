@@ -61,7 +61,7 @@ def register(verbs: Any) -> None:
     find.add_argument("name", help="the name; one that begins with - goes after --: find -- --max-num-seqs")
     find.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     find.add_argument(
-        "--limit", type=positive, default=20, metavar="N", help="sections to list, most central first (default: 20)"
+        "--limit", type=positive, default=10, metavar="N", help="sections to list, most central first (default: 10)"
     )
     find.set_defaults(run=cmd_find)
 
