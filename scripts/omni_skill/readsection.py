@@ -101,8 +101,8 @@ def data_item(page: str, lines: list[str], line: int) -> Section:
     def indent(text: str) -> int:
         return len(text) - len(text.lstrip(" "))
 
-    start = line - 1
-    while start > 0 and not (lines[start].lstrip().startswith("- ") and indent(lines[start]) <= indent(lines[line - 1])):
+    start, depth = line - 1, indent(lines[line - 1])
+    while start > 0 and not (lines[start].lstrip().startswith("- ") and indent(lines[start]) <= depth):
         start -= 1
     depth = indent(lines[start])
     end = start + 1
