@@ -26,7 +26,7 @@ TARGET = re.compile(r"^(?P<page>[^:#]+?)(?::(?P<line>\d{1,7})|#(?P<anchor>[^\s#]
 
 
 @dataclass
-class Section:
+class PageSection:
     page: str
     start: int  # 1-based, inclusive
     end: int
@@ -54,7 +54,7 @@ def parse_target(root: Path, target: str) -> tuple[str, int | None, str | None]:
     raise UsageError(f"{page}: not a page of this skill (SKILL.md, references/**/*.md or a references/ data file)")
 
 
-def read_section(root: Path, target: str) -> Section:
+def read_section(root: Path, target: str) -> PageSection:
     from .anchors.markdown import sections
 
     page, line, anchor = parse_target(root, target)
@@ -90,10 +90,10 @@ def read_section(root: Path, target: str) -> Section:
 
     body = "\n".join(USE.sub(number, t) for t in lines[start - 1 : end])
     notes = [(label, where.get(label, "(no link definition)")) for label in numbers]
-    return Section(page, start, end, body, notes)
+    return PageSection(page, start, end, body, notes)
 
 
-def data_item(page: str, lines: list[str], line: int) -> Section:
+def data_item(page: str, lines: list[str], line: int) -> PageSection:
     """The YAML list item holding a line of a data file (a setting, a model, a test), whole."""
     if not 1 <= line <= len(lines):
         raise UsageError(f"{page}:{line}: the file has lines 1-{len(lines)}")
@@ -110,7 +110,7 @@ def data_item(page: str, lines: list[str], line: int) -> Section:
         end += 1
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
-    return Section(page, start + 1, end, "\n".join(lines[start:end]), [])
+    return PageSection(page, start + 1, end, "\n".join(lines[start:end]), [])
 
 
 def definitions(lines: list[str]) -> dict[str, str]:
@@ -130,7 +130,7 @@ def definitions(lines: list[str]) -> dict[str, str]:
     return found
 
 
-def render(section: Section, revision: str) -> str:
+def render(section: PageSection, revision: str) -> str:
     """The section, then its citations grouped by file: `path: [1] L10-L20, [4] L88`."""
     out = [f"{section.page}:{section.start}-{section.end}", section.text]
     if section.notes:
