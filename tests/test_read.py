@@ -57,7 +57,10 @@ def root(tmp_path: Path) -> Path:
 def test_a_data_file_line_reads_its_list_item_whole(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(root, "branch/data.yaml:4", capsys)
     assert code == 0
-    assert out == "references/branch/data.yaml:3-6\n  - name: first\n    read_by:\n      - src:pkg/a.py::A\n    default: 1\n"
+    assert (
+        out
+        == "references/branch/data.yaml:3-6\n  - name: first\n    read_by:\n      - src:pkg/a.py::A\n    default: 1\n"
+    )
 
 
 def run(root: Path, target: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
