@@ -145,8 +145,9 @@ def read_once() -> Iterator[None]:
 def collector_paused() -> Iterator[None]:
     """Python's cycle collector off within the block (as it was after). `check` and `drift` hold
     the index, the release matrix, the facts and every page's tokens at once: each full collection
-    walks all of them again, about a tenth of their time, for a few thousand cyclic objects (the
-    collector frees them once it runs after the block)."""
+    walks all of them again, about a tenth of their time, for a few thousand cyclic objects. On the
+    way out they are frozen (`gc.freeze`): a verb's process ends soon after, and a full collection
+    over them then would cost as much again (tens of milliseconds) to free nothing that matters."""
     import gc
 
     was = gc.isenabled()
@@ -155,6 +156,7 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was:
+            gc.freeze()
             gc.enable()
 
 
