@@ -49,10 +49,17 @@ def forms(token: str) -> list[str]:
     return found
 
 
+WORDS = re.compile(r"--?[A-Za-z][\w-]*|[A-Za-z_][\w.]*|\d{2,}")
+
+
 def pieces(token: str) -> list[str]:
-    """A quoted message with elisions, or a comparison, is checked piece by piece."""
+    """A quoted message with elisions, or a comparison, is checked piece by piece; an expression
+    (a call, a key with a value, a template) by its words."""
     parts = [p.strip() for p in re.split(r"…|\.\.\.|\s[<>]=?\s|\s==\s", token)]
-    return [p for p in parts if len(p) > 3 or p.startswith("-")] or [token]
+    parts = [p for p in parts if len(p) > 3 or p.startswith("-")] or [token]
+    if any(c in token for c in "(){}<>:@*"):
+        parts = [w for p in parts for w in WORDS.findall(p) if len(w) > 2]
+    return parts
 
 
 def tokens(text: str) -> list[str]:
