@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -45,6 +46,19 @@ def pages(root: Path) -> list[str]:
 
 def page_sizes(root: Path) -> dict[str, int]:
     return {rel: len(prose((root / rel).read_text(encoding="utf-8"))) for rel in pages(root)}
+
+
+LABEL_IN_PROSE = re.compile(r"\]\[(?:src|rel):(?:\\.|[^\]\\])*\]")
+
+
+def label_chars(root: Path) -> int:
+    """Characters of `][src:…]` / `][rel:…]` label text inside the counted pages' prose: what
+    `omni-skill read` prints as `[n]` instead."""
+    return sum(
+        sum(len(m) for m in LABEL_IN_PROSE.findall(prose((root / rel).read_text(encoding="utf-8"))))
+        for rel in pages(root)
+        if not generated(rel)
+    )
 
 
 def label_pages(root: Path) -> dict[str, set[str]]:
@@ -111,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         note = "  (generated, not in total)" if generated(rel) else ""
         print(f"{n:7d} chars {n // 4:6d} tokens  {rel}{note}")
     print(f"{total:7d} chars {total // 4:6d} tokens  total of {len(counted)} pages")
+    labels = label_chars(root)
+    print(f"{total - labels:7d} chars without the inline citation labels ({labels} chars of labels)")
     print(f"largest: {largest} {counted[largest]} chars (~{counted[largest] // 4} tokens)")
     print(f"\nlabels cited on more than {args.repeats} reference pages: {len(repeated)}")
     for label, where in sorted(repeated.items(), key=lambda item: (-len(item[1]), item[0])):
