@@ -1,4 +1,4 @@
-"""Citations over 150 lines are findings unless listed, with a reason, as whole-definition claims."""
+"""Citations over 60 lines on a page are findings unless listed, with a reason, as whole-definition claims."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ def test_a_long_citation_is_a_finding_at_its_use(long_skill, capsys):
     assert out.count("span-long") == 1
 
 
+def test_a_long_citation_named_only_by_a_data_file_is_not_judged(engine, tmp_path, capsys):
+    path, _ = engine
+    sha = commit_files(git.Repo(path), {"pkg/big.py": LONG_CLASS}, "a long class")
+    data = "version: 1\nsettings:\n  - name: x\n    source: src:pkg/big.py::Big\n"
+    skill = make_skill(tmp_path / "skill", "# Branch\n\nSee `x`.\n", {"references/branch/data.yaml": data})
+    assert main(["resolve", "--root", str(skill), "--source", str(path), "--revision", sha]) == 0
+    assert '"file": "references/branch/data.yaml"' in (skill / "evidence/index.json").read_text()
+    code, out = run(skill, capsys)
+    assert "span-long" not in out
+
+
 def test_a_listed_whole_definition_passes(long_skill, capsys):
     (long_skill / "evidence/whole-definitions.yaml").write_text(
         "src:pkg/big.py::Big: the page names the class as a whole\n"
@@ -52,7 +63,7 @@ def test_a_listing_that_is_not_needed_is_stale(long_skill, capsys):
     )
     code, out = run(long_skill, capsys)
     assert code == 1
-    assert "spans-stale: src:pkg/big.py::Big.m1 cites 2 lines, within 150: remove it" in out
+    assert "spans-stale: src:pkg/big.py::Big.m1 cites 2 lines, within 60: remove it" in out
     assert "spans-stale: src:pkg/gone.py::X is not cited anywhere: remove it" in out
 
 
