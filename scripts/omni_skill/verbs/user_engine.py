@@ -88,7 +88,6 @@ def _drift(args: argparse.Namespace) -> int:
     from ..facts import load_facts
     from ..pageclaims import PageClaim, by_page, citation_verdict, claim_items, page_claims, verdicts
     from ..pageclaims import counts as claim_counts
-    from ..report import render
     from ..source import Source
     from ..versions import TREE_STATUSES, classify_tree, disagreements, load_matrix, matching_release, sections
 
@@ -109,6 +108,7 @@ def _drift(args: argparse.Namespace) -> int:
         def meanwhile() -> None:
             """What needs the pages and not the engine, while a second CPU judges its share."""
             ahead["claims"] = page_claims(root, index)
+            import jinja2  # noqa: F401  # for the report, while the other process still judges
             for load in (load_matrix, load_facts):  # kept for below; a file that does not load raises there
                 try:
                     load(root)
@@ -165,6 +165,8 @@ def _drift(args: argparse.Namespace) -> int:
     else:  # the text and Markdown reports show neither every entry nor every claim (JSON has both)
         data["status"] = {e.label: e.status for e in entries}
         data["pages"], data["hidden"], data["verbose"] = pages, hidden, args.verbose
+    from ..report import render  # jinja2: imported after the engine was judged (see `meanwhile`)
+
     sys.stdout.write(render("drift", data, args.format))
     return 1 if any(v in ("changed", "missing") for v in judged.values()) else 0
 
