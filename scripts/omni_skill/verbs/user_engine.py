@@ -109,6 +109,7 @@ def _drift(args: argparse.Namespace) -> int:
             """What needs the pages and not the engine, while a second CPU judges its share."""
             ahead["claims"] = page_claims(root, index)
             import jinja2  # noqa: F401  # for the report, while the other process still judges
+
             for load in (load_matrix, load_facts):  # kept for below; a file that does not load raises there
                 try:
                     load(root)
