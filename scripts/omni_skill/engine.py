@@ -78,12 +78,19 @@ def pinned_git(arg: str | Path | None, revision: str) -> Source | None:
     return Source(path, revision) if path is not None else None
 
 
-def require_git(arg: str | None, revision: str, verb: str) -> Source:
-    """`pinned_git`, for a verb that cannot run without the engine."""
-    source = pinned_git(arg, revision)
-    if source is None:
+def require_source(arg: str | Path | None, verb: str) -> Path:
+    """`source_path`, for a verb that cannot run without the engine (asked before anything else)."""
+    path = source_path(arg)
+    if path is None:
         raise UsageError(f"{verb} needs the engine: give --source PATH or set {ENV_VAR}")
-    return source
+    return path
+
+
+def require_git(arg: str | Path | None, revision: str, verb: str) -> Source:
+    """`pinned_git`, for a verb that cannot run without the engine."""
+    from .source import Source
+
+    return Source(require_source(arg, verb), revision)
 
 
 def git_if_present(arg: str | Path | None, revision: str) -> Source | None:

@@ -10,7 +10,6 @@ from typing import Any
 
 from ..errors import UsageError
 from .common import (
-    ENV_VAR,
     RELEASES_PATH,
     common_options,
     invalid,
@@ -93,7 +92,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_resolve(args: argparse.Namespace) -> int:
     from ..checks import CheckReport
-    from ..engine import require_git
+    from ..engine import require_git, require_source
     from ..findings import sort_findings
     from ..provenance import load_provenance
     from ..report import check_data, render
@@ -101,8 +100,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     from ..writes import changed_files, write_files
 
     root = skill_root(args)
-    if source_path(args.source) is None:
-        raise UsageError(f"resolve needs the engine: give --source PATH or set {ENV_VAR}")
+    path = require_source(args.source, "resolve")
     try:
         previous = load_provenance(root)
     except ValueError as exc:
@@ -111,7 +109,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     if revision is None:
         raise UsageError("no pinned revision yet: give --revision SHA")
     before = page_snapshot(root)
-    outcome = resolve(root, require_git(args.source, revision, "resolve"), previous)
+    outcome = resolve(root, require_git(path, revision, "resolve"), previous)
     if outcome.findings:
         report = CheckReport(
             verb="resolve",
@@ -156,15 +154,14 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_bump(args: argparse.Namespace) -> int:
     from ..bump import BumpReport, blockers, classify_all, counts, new_index, relabel
     from ..checks import check_index, check_proposed
-    from ..engine import git_if_present, require_git
+    from ..engine import git_if_present, require_git, require_source
     from ..report import render
     from ..resolve import outputs, pinned, verification, with_code_fingerprints
     from ..skill import collect
     from ..writes import write_files
 
     root = skill_root(args)
-    if source_path(args.source) is None:
-        raise UsageError(f"bump needs the engine: give --source PATH or set {ENV_VAR}")
+    path = require_source(args.source, "bump")
     before = page_snapshot(root)
     index, provenance = pinned_state(root)
     stale = [f for f in check_index(root, collect(root), index, provenance) if f.kind.startswith("index-")]
@@ -172,8 +169,8 @@ def cmd_bump(args: argparse.Namespace) -> int:
         raise UsageError(
             f"{stale[0].one_line()} — the pages changed since the last resolve: run `omni-skill resolve` first"
         )
-    new = require_git(args.source, args.to, "bump")
-    classified = classify_all(root, index, new, git_if_present(args.source, provenance.revision))
+    new = require_git(path, args.to, "bump")
+    classified = classify_all(root, index, new, git_if_present(path, provenance.revision))
     entries = [c.entry for c in classified]
     blocked = blockers(entries, set(args.accept), args.accept_changed)
     unknown = sorted(set(args.accept) - {e.label for e in entries})
