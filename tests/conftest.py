@@ -125,6 +125,15 @@ def test_plain():
 """
 
 
+def new_repo(path: Path) -> git.Repo:
+    """An empty engine repository with a committer identity of its own (none is taken from the machine)."""
+    repo = git.Repo.init(path)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "fixture")
+        config.set_value("user", "email", "fixture@example.invalid")
+    return repo
+
+
 def commit_files(repo: git.Repo, files: dict[str, str | bytes | None], message: str) -> str:
     """Write (or delete, for None) files and commit them; return the commit SHA."""
     root = Path(repo.working_tree_dir)
@@ -146,10 +155,7 @@ def commit_files(repo: git.Repo, files: dict[str, str | bytes | None], message: 
 def engine(tmp_path: Path) -> tuple[Path, str]:
     """An engine repository with one commit holding every kind of cited file."""
     path = tmp_path / "engine"
-    repo = git.Repo.init(path)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "fixture")
-        config.set_value("user", "email", "fixture@example.invalid")
+    repo = new_repo(path)
     sha = commit_files(
         repo,
         {

@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import check_after_edit, commit_files, make_skill
+from conftest import check_after_edit, commit_files, make_skill, new_repo
 from omni_skill.catalogue import MODELS_PATH, load_models, models_data, select
 from omni_skill.catalogue_checks import check_models
 from omni_skill.claims import NoDefault, NotRegistry, registry_entry
@@ -257,10 +257,7 @@ diffusion:
 
 @pytest.fixture
 def model_engine(tmp_path: Path) -> tuple[git.Repo, Source]:
-    repo = git.Repo.init(tmp_path / "engine")
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "fixture")
-        config.set_value("user", "email", "fixture@example.invalid")
+    repo = new_repo(tmp_path / "engine")
     sha = commit_files(repo, ENGINE_FILES, "registries")
     return repo, Source(tmp_path / "engine", sha)
 

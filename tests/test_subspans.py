@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import commit_files, make_skill
+from conftest import commit_files, make_skill, new_repo
 from omni_skill.cli import main
 from omni_skill.labels import LabelError, parse_label
 
@@ -42,10 +42,7 @@ INSERTED = '    if kind == "video":\n        return encode_video(request.payload
 def pinned(tmp_path: Path) -> tuple[Path, Path, str]:
     """(skill, engine, sha): a skill citing the sub-span and the whole function, resolved."""
     path = tmp_path / "engine"
-    repo = git.Repo.init(path)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "fixture")
-        config.set_value("user", "email", "fixture@example.invalid")
+    repo = new_repo(path)
     sha = commit_files(repo, {"vllm_omni/route.py": ROUTE_PY}, "engine")
     skill = make_skill(
         tmp_path / "skill",
@@ -320,10 +317,7 @@ def test_an_eval_naming_another_definition_is_not_satisfied_by_a_sub_span(tmp_pa
 
 def test_a_sub_span_spelled_with_both_ends_is_not_moved_where_its_lines_stay(tmp_path, capsys):
     path = tmp_path / "engine"
-    repo = git.Repo.init(path)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "fixture")
-        config.set_value("user", "email", "fixture@example.invalid")
+    repo = new_repo(path)
     sha = commit_files(repo, {"vllm_omni/route.py": ROUTE_PY}, "engine")
     label = "src:vllm_omni/route.py::route@L1-L1"
     skill = make_skill(tmp_path / "skill", f"# Branch\n\n## Routing\n\nThe [`route`][{label}] head.\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import git
 
-from conftest import check_after_edit, commit_files, make_skill
+from conftest import check_after_edit, commit_files, make_skill, new_repo
 from omni_skill.cli import main
 from omni_skill.datafiles import TEST_MAP_PATH
 
@@ -126,10 +126,7 @@ def markers_check(tmp_path: Path, text: str, module: str = TEST_MODULE) -> list:
     from omni_skill.skill import collect
     from omni_skill.source import Source
 
-    repo = git.Repo.init(tmp_path / "engine")
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "fixture")
-        config.set_value("user", "email", "fixture@example.invalid")
+    repo = new_repo(tmp_path / "engine")
     sha = commit_files(repo, {"tests/test_marked.py": module}, "tests")
     root = make_skill(tmp_path / "skill", "# Branch\n\nRead this when: testing.\n", {TEST_MAP_PATH: text})
     return check_test_markers(collect(root).documents.get(TEST_MAP_PATH), Source(tmp_path / "engine", sha))

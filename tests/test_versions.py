@@ -12,7 +12,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import CONFIG_PY, DEPLOY_YAML, GUIDE_MD, TEST_PY, commit_files, make_skill
+from conftest import CONFIG_PY, DEPLOY_YAML, GUIDE_MD, TEST_PY, commit_files, make_skill, new_repo
 from omni_skill.cli import main
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -45,10 +45,7 @@ def no_env_source(monkeypatch):
 def pinned(tmp_path):
     """A skill citing vllm_omni/ and tests/ files of a fixture engine, resolved at its commit."""
     path = tmp_path / "engine"
-    repo = git.Repo.init(path)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "fixture")
-        config.set_value("user", "email", "fixture@example.invalid")
+    repo = new_repo(path)
     sha = commit_files(repo, PINNED, "engine")
     escaped = {k: v.replace("[", "\\[").replace("]", "\\]") for k, v in LABELS.items()}
     body = "# Branch\n\n## Config\n\n" + "\n".join(f"- {k}: [{k}][{escaped[k]}]" for k in ("build", "start", "const"))
