@@ -5,7 +5,8 @@
 For each name (every search-space setting, plus a fixed list of flags, symbols and env vars the
 pages discuss), the characters of: SKILL.md, `find NAME`, then `read PAGE:LINE` of the first K
 places `find` ranks (default 2) — against reading the same places' page files whole, as an agent
-that opens the files `find` names would. Prints the median and the 90th percentile of each route.
+that opens the files `find` names would. Prints the median and the 90th percentile of each route,
+and for the route without a name (entry page, then one page) `read PAGE` against the page file.
 Runs the verbs in process (no interpreter start), so it measures characters, not time.
 """
 
@@ -35,7 +36,7 @@ EXTRA = [
     "gpu_memory_utilization",
     "devices",
     "qwen3_omni_moe",
-    "VLLM_OMNI_INPUT_WAIT_TIMEOUT",
+    "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S",
     "/v1/audio/speech",
     "OmniConnectorBase",
     "enable_prefix_caching",
@@ -87,6 +88,10 @@ def main_(argv: list[str] | None = None) -> int:
     print(line(f"find + read of the first {args.sections} places", routed))
     print(line(f"find + the first {args.sections} places' page files", whole))
     print(line("the same, without SKILL.md", [v - skill_md for v in routed]))
+    pages = [p for p in sorted((ROOT / "references").rglob("*.md")) if p.parent.name != "releases"]
+    print(f"a whole page, over {len(pages)} pages (generated release pages left out):")
+    print(line("read PAGE", [len(output(["read", "--root", str(ROOT), str(p.relative_to(ROOT))])) for p in pages]))
+    print(line("the page file", [len(p.read_text(encoding="utf-8")) for p in pages]))
     return 0
 
 
