@@ -122,21 +122,20 @@ class Source:
         other._tree, other._texts, other._lines = self._tree, dict(self._texts), dict(self._lines)
         return other
 
-    def git(self, *args: str) -> str:
+    def _command(self, *args: str) -> list[str]:
+        """A git command line on this object store with every unsafe setting switched off."""
         config: list[str] = []
         for item in SAFE_CONFIG:
             config += ["-c", item]
-        command = ["git", "--git-dir", str(self.repo.git_dir), *config, *args]
-        return str(self.repo.git.execute(command, strip_newline_in_stdout=False))
+        return ["git", "--git-dir", str(self.repo.git_dir), *config, *args]
+
+    def git(self, *args: str) -> str:
+        return str(self.repo.git.execute(self._command(*args), strip_newline_in_stdout=False))
 
     def _bounded(self, *args: str) -> str:
         """The output of a git command that may be huge (a tree of a crafted commit lists
         exponentially many paths): at most MAX_TREE_LISTING bytes, else UsageError."""
-        config: list[str] = []
-        for item in SAFE_CONFIG:
-            config += ["-c", item]
-        command = ["git", "--git-dir", str(self.repo.git_dir), *config, *args]
-        process = self.repo.git.execute(command, as_process=True)
+        process = self.repo.git.execute(self._command(*args), as_process=True)
         proc = process.proc
         assert proc is not None and proc.stdout is not None
         data = proc.stdout.read(MAX_TREE_LISTING + 1)
@@ -282,10 +281,7 @@ class Source:
         """One `git cat-file` run in `mode` over `shas`, with the same safe settings as every call."""
         if not shas:
             return b""
-        config: list[str] = []
-        for item in SAFE_CONFIG:
-            config += ["-c", item]
-        command = ["git", "--git-dir", str(self.repo.git_dir), *config, "cat-file", mode]
+        command = self._command("cat-file", mode)
         environment = {**os.environ, "GIT_DIR": str(self.repo.git_dir), **SAFE_ENVIRONMENT}
         request = "".join(f"{sha}\n" for sha in shas).encode("ascii")
         try:
