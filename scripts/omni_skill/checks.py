@@ -330,9 +330,6 @@ def holds(record: EvidenceRecord, source: Source) -> bool:
 
 def check_records(records: list[EvidenceRecord], source: Source) -> list[Finding]:
     findings: list[Finding] = []
-    prefetch = getattr(source, "prefetch", None)
-    if prefetch is not None:
-        prefetch(sorted({r.path for r in records}))
     for record in records:
         if holds(record, source):
             continue

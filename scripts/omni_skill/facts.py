@@ -75,12 +75,6 @@ class Modules:
     def glob(self, pattern: str) -> list[str]:
         return [p for p in self.paths if fnmatch.fnmatchcase(p, pattern)]
 
-    def prefetch(self, paths: list[str]) -> None:
-        """Have an engine that can read many files at once (`Source.prefetch`) read these."""
-        many = getattr(self.files, "prefetch", None)
-        if many is not None:
-            many([p for p in paths if p in self._set])
-
     def text(self, path: str) -> str | None:
         if path not in self._set:
             return None
@@ -540,9 +534,7 @@ def _env_read(node: ast.expr) -> tuple[str, Any, dict[str, Any]] | None:
 def environment(mods: Modules, pattern: str) -> Iterator[Fact]:
     """Environment variables read by a literal name: `os.getenv("X", d)`, `os.environ.get("X", d)`,
     `os.environ["X"]` (not an assignment to it), `"X" in os.environ`; one fact per read."""
-    paths = mods.glob(pattern)
-    mods.prefetch(paths)
-    for path in paths:
+    for path in mods.glob(pattern):
         text = mods.text(path)
         if text is None or ("environ" not in text and "getenv" not in text):
             continue

@@ -1,16 +1,12 @@
 """Read the engine's git objects at a revision: trees and blobs, never a work tree.
 
 Every blob goes through gitpython's persistent `git cat-file --batch` process, and the whole
-tree is listed with one `git ls-tree -r` call, so reading N files costs N batch requests; a
-caller that knows it will read many files asks `prefetch` for them all in one request.
+tree is listed with one `git ls-tree -r` call, so reading N files costs N batch requests.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -239,56 +235,6 @@ class Source:
             raise BlobError("is not valid UTF-8") from None
         self._texts[path] = text
         return text
-
-    def prefetch(self, paths: Iterable[str]) -> None:
-        """Read the text of many files with two git runs (`cat-file --batch-check` for the sizes,
-        then `--batch` for the blobs) instead of two requests per file. Anything `text` would
-        refuse (absent, a link or submodule, too large, binary, not UTF-8) is left for `text` to
-        report; a blob is read only when its size is within the limit and charged as `text` would."""
-        by_sha: dict[str, list[str]] = {}
-        for path in paths:
-            entry = self.tree.get(path)
-            if path in self._texts or entry is None or entry.is_symlink or entry.is_submodule:
-                continue
-            by_sha.setdefault(entry.sha, []).append(path)
-        if len(by_sha) < 2:
-            return
-        wanted = []
-        for line in self._batch("--batch-check", list(by_sha)).decode("ascii", "replace").splitlines():
-            sha, kind, size = (line.split() + ["", ""])[:3]
-            if kind == "blob" and size.isdigit() and int(size) <= MAX_BLOB_BYTES and sha in by_sha:
-                try:
-                    charge(int(size), f"{self.path}: {by_sha[sha][0]}")
-                except ReadBudget as exc:
-                    raise UsageError(str(exc)) from None
-                wanted.append(sha)
-        data, at = self._batch("--batch", wanted), 0
-        while at < len(data):
-            header_end = data.index(b"\n", at)
-            sha, _kind, size = data[at:header_end].decode("ascii").split()
-            blob = data[header_end + 1 : header_end + 1 + int(size)]
-            at = header_end + 1 + int(size) + 1
-            if b"\0" in blob:
-                continue
-            try:
-                text = blob.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            for path in by_sha.get(sha, []):
-                self._texts[path] = text
-
-    def _batch(self, mode: str, shas: list[str]) -> bytes:
-        """One `git cat-file` run in `mode` over `shas`, with the same safe settings as every call."""
-        if not shas:
-            return b""
-        command = self._command("cat-file", mode)
-        environment = {**os.environ, "GIT_DIR": str(self.repo.git_dir), **SAFE_ENVIRONMENT}
-        request = "".join(f"{sha}\n" for sha in shas).encode("ascii")
-        try:
-            done = subprocess.run(command, input=request, capture_output=True, env=environment, check=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise UsageError(f"{self.path}: git cat-file failed ({exc})") from None
-        return done.stdout
 
     def lines(self, path: str) -> list[str]:
         """The file's lines at the revision (cached)."""
