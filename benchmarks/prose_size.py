@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 from omni_skill.labels import scan_markdown  # noqa: E402
+from omni_skill.readsection import USE  # noqa: E402
 from omni_skill.structure import prose  # noqa: E402
 
 GENERATED_PREFIXES = (
@@ -48,14 +48,11 @@ def page_sizes(root: Path) -> dict[str, int]:
     return {rel: len(prose((root / rel).read_text(encoding="utf-8"))) for rel in pages(root)}
 
 
-LABEL_IN_PROSE = re.compile(r"\]\[(?:src|rel):(?:\\.|[^\]\\])*\]")
-
-
 def label_chars(root: Path) -> int:
-    """Characters of `][src:…]` / `][rel:…]` label text inside the counted pages' prose: what
-    `omni-skill read` prints as `[n]` instead."""
+    """Characters of `][src:…]` / `][rel:…]` label text inside the counted pages' prose, found as
+    `omni-skill read` finds the uses it prints as `[n]` instead."""
     return sum(
-        sum(len(m) for m in LABEL_IN_PROSE.findall(prose((root / rel).read_text(encoding="utf-8"))))
+        sum(len(m[0]) - len(m[1]) - 1 for m in USE.finditer(prose((root / rel).read_text(encoding="utf-8"))))
         for rel in pages(root)
         if not generated(rel)
     )
