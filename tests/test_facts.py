@@ -334,3 +334,27 @@ def test_release_pages_link_the_behaviour_pages_that_name_the_release(tmp_path: 
         "0.20.0": ["references/b/old.md"],
         "0.24.0": ["references/b/old.md"],
     }
+
+
+def test_environment_facts_from_git_match_a_folder(tmp_path):
+    """A git engine finds the files that read the environment with one search; the facts are the
+    ones reading every file finds, a file in a subfolder and one that only writes included."""
+    import git
+
+    from omni_skill.source import Source
+
+    files = {
+        **ENGINE_V1,
+        "vllm_omni/deep/inner/knobs.py": 'import os\nLEVEL = os.environ.get("OMNI_LEVEL", "2")\n',
+        "vllm_omni/quiet.py": "VALUE = 1\n",
+        "docs/not_python.md": 'os.getenv("OMNI_DOC")\n',
+    }
+    repo = git.Repo.init(tmp_path / "engine")
+    sha = commit_files(repo, files, "engine")
+    source = Source(tmp_path / "engine", sha)
+    from_git = extract(source, sorted(source.tree), {"env"})
+    assert sorted(f.name for f in from_git) == ["OMNI_CHUNK", "OMNI_DEBUG", "OMNI_LEVEL", "OMNI_TOKEN"]
+    assert source.containing(("environ", "getenv"), "vllm_omni/*.py") >= {"vllm_omni/deep/inner/knobs.py"}
+    assert "vllm_omni/quiet.py" not in source._texts  # never read: the search ruled it out
+    assert from_git == extract(write_tree(tmp_path / "folder", files), sorted(files), {"env"})
+    assert source.containing(("no_such_word_anywhere",), "vllm_omni/*.py") == set()

@@ -523,20 +523,22 @@ def _run_check(root: Path, source: Source | None, installed: bool, wheels: dict[
         other_records = [r for r in records if r.kind not in ("python", "subspan")]
 
         def engine_checks(engine: Source) -> list[Finding]:
-            """The Python records and the model catalogue (they read no page, and need neither
+            """The pin's facts and the Python records (they read no page, and need neither
             markdown-it nor jinja2): beside the rest, on a second CPU when there is one."""
-            from .catalogue_checks import check_models
             from .facts import check_pin_facts
 
             facts = check_pin_facts(root, engine, sorted(engine.tree))
-            return check_records(python_records, engine) + check_models(root, engine) + facts
+            return check_records(python_records, engine) + facts
 
         with Beside(engine_checks, source) as engine_side:
+            from .catalogue_checks import check_models
+
             offline = offline_checks(root, index, provenance, installed, catalogue=False, wheels=wheels)
             findings += offline.findings + check_records(other_records, source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
             findings += check_test_markers(offline.collected.documents.get(TEST_MAP_PATH), source)
             findings += check_setting_types(offline.collected.documents.get(SEARCH_SPACE_PATH), source)
+            findings += check_models(root, source)  # the parent's side has the time to spare
             findings += engine_side.result()
         ran = [*offline.ran, *(name for name, _ in SOURCE_CHECKS)]
         skipped = []

@@ -75,6 +75,16 @@ class Modules:
     def glob(self, pattern: str) -> list[str]:
         return [p for p in self.paths if fnmatch.fnmatchcase(p, pattern)]
 
+    def containing(self, pattern: str, words: tuple[str, ...]) -> list[str]:
+        """The paths of `glob(pattern)` whose text may hold one of `words`: a git engine answers
+        with one search, so only those files are read; any other engine keeps them all."""
+        paths = self.glob(pattern)
+        search = getattr(self.files, "containing", None)
+        if search is None:
+            return paths
+        found = search(words, pattern)
+        return [p for p in paths if p in found]
+
     def text(self, path: str) -> str | None:
         if path not in self._set:
             return None
@@ -534,7 +544,7 @@ def _env_read(node: ast.expr) -> tuple[str, Any, dict[str, Any]] | None:
 def environment(mods: Modules, pattern: str) -> Iterator[Fact]:
     """Environment variables read by a literal name: `os.getenv("X", d)`, `os.environ.get("X", d)`,
     `os.environ["X"]` (not an assignment to it), `"X" in os.environ`; one fact per read."""
-    for path in mods.glob(pattern):
+    for path in mods.containing(pattern, ("environ", "getenv")):
         text = mods.text(path)
         if text is None or ("environ" not in text and "getenv" not in text):
             continue

@@ -236,6 +236,23 @@ class Source:
         self._texts[path] = text
         return text
 
+    def containing(self, words: tuple[str, ...], pattern: str) -> set[str]:
+        """The paths matching `pattern` (a glob, `*` crossing `/` as in fnmatch) whose text holds
+        one of `words`: one `git grep` over the revision instead of reading every file."""
+        from git.exc import GitCommandError
+
+        args = ["grep", "-l", "-I", "-F", "--no-color", "--no-textconv"]
+        for word in words:
+            args += ["-e", word]
+        try:
+            listing = self.git(*args, self.commit, "--", pattern)
+        except GitCommandError as exc:
+            if exc.status == 1:  # no file matches
+                return set()
+            raise UsageError(self.absent(f"a file under {pattern} at {self.commit[:12]}")) from None
+        prefix = f"{self.commit}:"
+        return {line.removeprefix(prefix) for line in listing.splitlines() if line}
+
     def lines(self, path: str) -> list[str]:
         """The file's lines at the revision (cached)."""
         if path not in self._lines:
