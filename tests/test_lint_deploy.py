@@ -786,3 +786,38 @@ def test_shipped_models_are_written_in_a_stable_order():
 
     model = EngineModel(connectors=frozenset({"Zed", "Alpha", "Mid"}))
     assert json.loads(entry_line("pin", model, {}))["model"]["connectors"] == ["Alpha", "Mid", "Zed"]
+
+
+ONE_SLOT_SPLIT = """
+def split_devices_for_replicas(devices_str, num_replicas, tp_size, stage_id):
+    if num_replicas <= 1 or devices_str is None:
+        return [devices_str] if devices_str is not None else [devices_str]
+    return devices_str.split(",")
+"""
+
+SLOT_PER_REPLICA_SPLIT = """
+def split_devices_for_replicas(devices_str, num_replicas, tp_size, stage_id):
+    if devices_str is None:
+        return [None] * max(1, num_replicas)
+    return devices_str.split(",")
+"""
+
+
+@pytest.mark.parametrize(("split", "crashes"), [(ONE_SLOT_SPLIT, True), (SLOT_PER_REPLICA_SPLIT, False)])
+def test_replicas_without_devices_follow_the_engines_split(engine_dir, tmp_path, split, crashes):
+    """An engine whose split gives a stage without devices one slot fails at replica 1 (an error);
+    one that gives each replica its own empty slot puts every replica on the launcher's devices,
+    so their memory fractions add up on the same device."""
+    (engine_dir / "vllm_omni/engine/stage_init_utils.py").write_text(split, encoding="utf-8")
+    tree = folder_tree(engine_dir)
+    model = build(tree, tree.paths())
+    assert model.one_device_slot is crashes
+    deploy = CLEAN.replace('  - stage_id: 1\n    devices: "0"\n', "  - stage_id: 1\n    num_replicas: 2\n")
+    (tmp_path / "deploy.yaml").write_text(textwrap.dedent(deploy), encoding="utf-8")
+    report = run_lint(model, LintInput(deploy="deploy.yaml", cwd=tmp_path, gpus=2), tree, {"kind": "folder"})
+    found = {f.rule: f for f in report.findings if f.severity == "error"}
+    if crashes:
+        assert "IndexError" in found["replicas"].message and "memory-sum" not in found
+    else:
+        assert "replicas" not in found
+        assert "1.30" in found["memory-sum"].message  # 0.5 + 0.4 + 0.4 on device 0

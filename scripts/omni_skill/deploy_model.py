@@ -120,6 +120,7 @@ class EngineModel:
     pipelines: dict[str, Pipeline] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    one_device_slot: bool = False  # a stage without devices gets one device slot whatever its num_replicas
 
     def label(self, role: str) -> str:
         return self.labels.get(role, "")
@@ -572,8 +573,39 @@ def _misc(reader: _Reader, model: EngineModel) -> None:
         model.labels["devices"] = f"src:{STAGE_UTILS}::_map_device_list"
     if reader.has_def(STAGE_INIT, "split_devices_for_replicas"):
         model.labels["replicas"] = f"src:{STAGE_INIT}::split_devices_for_replicas"
+        model.one_device_slot = _one_device_slot(reader.function(STAGE_INIT, "split_devices_for_replicas"))
     if reader.has_def(CONNECTOR_INIT, "load_omni_transfer_config"):
         model.labels["connector_refs"] = f"src:{CONNECTOR_INIT}::load_omni_transfer_config"
+
+
+def _one_device_slot(func: ast.FunctionDef | None) -> bool:
+    """Whether the device split answers a stage without `devices` with a one-element list (an
+    `if` on `devices_str is None` returning `[...]`): the replica plans index that list by replica
+    id, so every replica after the first fails. An engine that returns one slot per replica
+    (`[None] * n`) does not."""
+    if func is None:
+        return False
+
+    def tests_none(test: ast.expr) -> bool:
+        return any(
+            isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Name)
+            and n.left.id == "devices_str"
+            and any(isinstance(op, ast.Is) for op in n.ops)
+            and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
+            for n in ast.walk(test)
+        )
+
+    def one_slot(value: ast.expr | None) -> bool:
+        if isinstance(value, ast.IfExp):
+            return one_slot(value.body) and one_slot(value.orelse)
+        return isinstance(value, ast.List) and len(value.elts) == 1
+
+    return any(
+        isinstance(node, ast.If) and tests_none(node.test)
+        and any(isinstance(stmt, ast.Return) and one_slot(stmt.value) for stmt in node.body)
+        for node in ast.walk(func)
+    )
 
 
 def _diffusion_replaced(reader: _Reader, model: EngineModel) -> None:

@@ -1378,7 +1378,23 @@ def _placement(
             devices = list(range(layout.world))  # the stage sees every device and starts on the first ones
         count = len(devices)
         per_replica: list[list[int]] = []
-        if layout.replicas > 1:
+        if layout.replicas > 1 and layout.devices is None:
+            if lint.model.one_device_slot:
+                lint.add(
+                    "error",
+                    "replicas",
+                    layout.where,
+                    layout.line,
+                    f"stage {layout.stage_id}: num_replicas",
+                    f"stage {layout.stage_id}{suffix}: {layout.replicas} replicas without `devices`: this engine's "
+                    "device split gives such a stage one slot, so starting replica 1 indexes past it "
+                    f"(IndexError); give `devices`: {layout.world} id{'s' if layout.world > 1 else ''} as a per-replica template or "
+                    f"{layout.replicas * layout.world} as the pool",
+                    "replicas",
+                )
+                continue
+            per_replica = [devices] * layout.replicas  # each replica inherits the launcher's devices
+        elif layout.replicas > 1:
             if count == layout.replicas * layout.world:
                 per_replica = [devices[r * layout.world : (r + 1) * layout.world] for r in range(layout.replicas)]
             elif count == layout.world and all(0 <= d < layout.world for d in devices):
