@@ -602,7 +602,8 @@ def _one_device_slot(func: ast.FunctionDef | None) -> bool:
         return isinstance(value, ast.List) and len(value.elts) == 1
 
     return any(
-        isinstance(node, ast.If) and tests_none(node.test)
+        isinstance(node, ast.If)
+        and tests_none(node.test)
         and any(isinstance(stmt, ast.Return) and one_slot(stmt.value) for stmt in node.body)
         for node in ast.walk(func)
     )

@@ -1388,8 +1388,8 @@ def _placement(
                     f"stage {layout.stage_id}: num_replicas",
                     f"stage {layout.stage_id}{suffix}: {layout.replicas} replicas without `devices`: this engine's "
                     "device split gives such a stage one slot, so starting replica 1 indexes past it "
-                    f"(IndexError); give `devices`: {layout.world} id{'s' if layout.world > 1 else ''} as a per-replica template or "
-                    f"{layout.replicas * layout.world} as the pool",
+                    f"(IndexError); give `devices`: {layout.world} id{'s' if layout.world > 1 else ''} as a "
+                    f"per-replica template or {layout.replicas * layout.world} as the pool",
                     "replicas",
                 )
                 continue
