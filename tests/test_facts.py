@@ -358,3 +358,20 @@ def test_environment_facts_from_git_match_a_folder(tmp_path):
     assert "vllm_omni/quiet.py" not in source._texts  # never read: the search ruled it out
     assert from_git == extract(write_tree(tmp_path / "folder", files), sorted(files), {"env"})
     assert source.containing(("no_such_word_anywhere",), "vllm_omni/*.py") == set()
+
+
+def test_a_huge_grep_listing_is_a_usage_error(tmp_path, monkeypatch):
+    """The search's listing is bounded like the tree's: past the limit it is one usage error."""
+    import git
+
+    from omni_skill import source as source_module
+    from omni_skill.errors import UsageError
+    from omni_skill.source import Source
+
+    repo = git.Repo.init(tmp_path / "engine")
+    sha = commit_files(repo, dict(ENGINE_V1), "engine")
+    source = Source(tmp_path / "engine", sha)
+    assert source.tree  # listed under the normal limit
+    monkeypatch.setattr(source_module, "MAX_TREE_LISTING", 10)
+    with pytest.raises(UsageError, match="over 10 bytes"):
+        source.containing(("environ",), "vllm_omni/*.py")

@@ -238,14 +238,15 @@ class Source:
 
     def containing(self, words: tuple[str, ...], pattern: str) -> set[str]:
         """The paths matching `pattern` (a glob, `*` crossing `/` as in fnmatch) whose text holds
-        one of `words`: one `git grep` over the revision instead of reading every file."""
+        one of `words`: one `git grep` over the revision instead of reading every file, its
+        listing bounded as the tree's is."""
         from git.exc import GitCommandError
 
         args = ["grep", "-l", "-I", "-F", "--no-color", "--no-textconv"]
         for word in words:
             args += ["-e", word]
         try:
-            listing = self.git(*args, self.commit, "--", pattern)
+            listing = self._bounded(*args, self.commit, "--", pattern)
         except GitCommandError as exc:
             if exc.status == 1:  # no file matches
                 return set()
