@@ -67,9 +67,8 @@ def main() -> int:
         with zipfile.ZipFile(wheel) as zf:
             texts[wheel.name.split("-")[1]] = zf.read(PATH).decode("utf-8") if PATH in zf.namelist() else ""
     if args.source:
-        import subprocess
-
         import json
+        import subprocess
 
         revision = json.loads((ROOT / "provenance.json").read_text(encoding="utf-8"))["revision"]
         texts["pin"] = subprocess.run(
