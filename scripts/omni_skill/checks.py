@@ -513,6 +513,7 @@ def _run_check(root: Path, source: Source | None, installed: bool, wheels: dict[
         ran = offline.ran
         skipped = [(name, what) for name, what in SOURCE_CHECKS]
     else:
+        from .catalogue_checks import check_models
         from .datafiles import TEST_MAP_PATH
         from .markers import check_test_markers
         from .parallel import Beside
@@ -531,8 +532,6 @@ def _run_check(root: Path, source: Source | None, installed: bool, wheels: dict[
             return check_records(python_records, engine) + facts
 
         with Beside(engine_checks, source) as engine_side:
-            from .catalogue_checks import check_models
-
             offline = offline_checks(root, index, provenance, installed, catalogue=False, wheels=wheels)
             findings += offline.findings + check_records(other_records, source)
             findings += check_claims(offline.collected, source) + check_tests(offline.collected, source)
