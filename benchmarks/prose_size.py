@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """How much an agent reads: prose characters per reference page (the text above the
-`<!-- citations -->` line), approximate tokens (characters / 4), the total and the largest page;
+`<!-- citations -->` line), approximate tokens (characters / 4), the same without the inline
+citation labels, the total and the largest page;
 which citation labels are cited on more than two pages (restatement candidates: one fact should
 live in one place); and the set of labels the skill cites, to compare before and after an edit.
 
@@ -48,14 +49,15 @@ def page_sizes(root: Path) -> dict[str, int]:
     return {rel: len(prose((root / rel).read_text(encoding="utf-8"))) for rel in pages(root)}
 
 
-def label_chars(root: Path) -> int:
-    """Characters of `][src:…]` / `][rel:…]` label text inside the counted pages' prose, found as
+def page_label_chars(root: Path, rel: str) -> int:
+    """Characters of `][src:…]` / `][rel:…]` label text inside one page's prose, found as
     `omni-skill read` finds the uses it prints as `[n]` instead."""
-    return sum(
-        sum(len(m[0]) - len(m[1]) - 1 for m in USE.finditer(prose((root / rel).read_text(encoding="utf-8"))))
-        for rel in pages(root)
-        if not generated(rel)
-    )
+    return sum(len(m[0]) - len(m[1]) - 1 for m in USE.finditer(prose((root / rel).read_text(encoding="utf-8"))))
+
+
+def label_chars(root: Path) -> int:
+    """Label characters over the counted (not generated) pages."""
+    return sum(page_label_chars(root, rel) for rel in pages(root) if not generated(rel))
 
 
 def label_pages(root: Path) -> dict[str, set[str]]:
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for rel, n in sizes.items():
         note = "  (generated, not in total)" if generated(rel) else ""
-        print(f"{n:7d} chars {n // 4:6d} tokens  {rel}{note}")
+        words = n - page_label_chars(root, rel)
+        print(f"{n:7d} chars {n // 4:6d} tokens {words:7d} without labels  {rel}{note}")
     print(f"{total:7d} chars {total // 4:6d} tokens  total of {len(counted)} pages")
     labels = label_chars(root)
     print(f"{total - labels:7d} chars without the inline citation labels ({labels} chars of labels)")
