@@ -145,6 +145,42 @@ def test_a_table_row_whose_first_cell_names_it_outranks_a_citation_and_prose(roo
     assert found.index(("placement.md", 9, "table row")) < found.index(("README.md", 7, "code"))
 
 
+def test_an_entry_page_routes_so_a_content_page_owns_the_name(tmp_path: Path) -> None:
+    entry = "# Branch\n\n## `foo_key`\n\n| task | page |\n|---|---|\n| `foo_key` | [c](c.md) |\n"
+    skill = make_skill(tmp_path / "skill", entry, {"references/branch/c.md": "# C\n\nProse about `foo_key`.\n"})
+    found = places_of(skill, "foo_key")
+    assert found == [("c.md", 3, "code"), ("README.md", 3, "heading")]
+
+
+def test_a_release_comparison_page_ranks_after_the_page_that_explains_the_name(tmp_path: Path) -> None:
+    pages = {
+        "references/serving-tuning/newest-releases.md": "# Newest\n\n## `foo_key`\n\nChanged in 0.30.0.\n",
+        "references/branch/c.md": "# C\n\nProse about `foo_key`.\n",
+    }
+    skill = make_skill(tmp_path / "skill", "# Branch\n", pages)
+    assert find(skill, "foo_key").owner == "references/branch/c.md"
+
+
+def test_a_tie_goes_to_the_page_citing_the_settings_source_label(tmp_path: Path) -> None:
+    many = "# Many\n\n| key | note |\n|---|---|\n| `max_num_seqs` | `max_num_seqs`, `max_num_seqs` |\n"
+    many += "\nAlso `max_num_seqs` here.\n"
+    cites = "# Cites\n\n| key | field |\n|---|---|\n"
+    cites += "| `max_num_seqs` | [f][src:pkg/config.py::StageConfig.max_num_seqs] |\n"
+    pages = {
+        "references/branch/many.md": many,
+        "references/branch/cites.md": cites,
+        "references/architecture-search/search-space.yaml": SEARCH_SPACE,
+    }
+    skill = make_skill(tmp_path / "skill", "# Branch\n", pages)
+    result = find(skill, "max_num_seqs")
+    assert result.owner == "references/branch/cites.md"
+    assert [p.file.rsplit("/", 1)[-1] for p in result.places] == ["cites.md", "many.md"]
+    (skill / "references/architecture-search/search-space.yaml").write_text(
+        SEARCH_SPACE.replace("StageConfig.max_num_seqs", "StageConfig.other")
+    )
+    assert find(skill, "max_num_seqs").owner == "references/branch/many.md"  # more lines break the tie
+
+
 def test_a_section_is_one_place_with_every_line_that_names_it(root: Path) -> None:
     place = next(p for p in find(root, "max_num_seqs").places if p.heading == "Stage pools")
     assert (place.line, place.lines) == (9, [9, 10])

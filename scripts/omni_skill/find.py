@@ -18,8 +18,10 @@ section:
     a code span holding it                    30
 
 One row per section (page, heading): its best line, its score and the other lines that name it.
-The owning page (the page of the best place; more places break a tie) comes first, then every
-other section by score.
+The owning page comes first, then every other section by score. The owner is a content page (not
+a branch entry page, which routes, nor a release comparison page) with the best place; a tie goes
+to the page that cites the search-space `source` label of the named setting, then to the page
+with more places.
 """
 
 from __future__ import annotations
@@ -142,6 +144,7 @@ class Place:
     score: int
     what: str
     lines: list[int] = field(default_factory=list)  # every line of the section that names it
+    defines: bool = False  # the section cites the search-space source label of the named setting
 
     def data(self) -> dict[str, Any]:
         return {
@@ -200,6 +203,7 @@ class FindResult:
 def places(snapshot: Snapshot, query: Query) -> list[Place]:
     """Every section that names the query, ranked (see the module docstring)."""
     found: dict[tuple[str, int], Place] = {}
+    sources = {s.source for s in snapshot.settings if _names(query, s.name, s.param)} if not query.path else set()
     for page in snapshot.pages(query.needle):
         for term in page.terms:
             how = match(query, term)
@@ -218,23 +222,49 @@ def places(snapshot: Snapshot, query: Query) -> list[Place]:
                 place.score, place.line, place.what = value, term.line, WHAT[value]
             if term.line not in place.lines:
                 place.lines.append(term.line)
+            place.defines = place.defines or term.label in sources
     return rank(list(found.values()))
 
 
+RELEASE_PAGES = (
+    "references/serving-tuning/earlier-releases.md",
+    "references/serving-tuning/newest-releases.md",
+    "references/serving-tuning/migration.md",
+    "references/serving-tuning/release-notes.md",
+    "references/serving-tuning/versions.md",
+    "references/serving-tuning/releases/",
+)
+
+
+def secondary(file: str) -> bool:
+    """A page that routes (a branch entry page) or compares releases: it owns no pin fact, so its
+    places rank after the content pages' (SKILL.md routes release questions to it directly)."""
+    return file.endswith("/README.md") or file.startswith(RELEASE_PAGES)
+
+
 def rank(found: list[Place]) -> list[Place]:
-    """The owning page's sections first (best score, then most lines), then the rest by score."""
+    """The owning page's sections first, then the rest by score, secondary pages last (see the
+    module docstring)."""
     if not found:
         return []
     for place in found:
         place.lines.sort()
-    pages: dict[str, tuple[int, int]] = {}
+    pages: dict[str, tuple[int, bool, int]] = {}
     for place in found:
-        best, count = pages.get(place.file, (0, 0))
-        pages[place.file] = (max(best, place.score), count + len(place.lines))
-    owner = min(pages, key=lambda f: (-pages[f][0], -pages[f][1], f))
+        best, defines, count = pages.get(place.file, (0, False, 0))
+        pages[place.file] = (max(best, place.score), defines or place.defines, count + len(place.lines))
+    owner = min(pages, key=lambda f: (secondary(f), -pages[f][0], not pages[f][1], -pages[f][2], f))
 
     def order(place: Place) -> tuple[Any, ...]:
-        return (place.file != owner, -place.score, -len(place.lines), place.file, place.line)
+        return (
+            place.file != owner,
+            secondary(place.file),
+            -place.score,
+            not place.defines,
+            -len(place.lines),
+            place.file,
+            place.line,
+        )
 
     return sorted(found, key=order)
 
