@@ -7,6 +7,9 @@ pages discuss), the characters of: SKILL.md, `find NAME`, then `read PAGE:LINE` 
 places `find` ranks (default 2) — against reading the same places' page files whole, as an agent
 that opens the files `find` names would. Prints the median and the 90th percentile of each route,
 and for the route without a name (entry page, then one page) `read PAGE` against the page file.
+For a task without a name, each row of a branch entry page's task table: SKILL.md, `read` of the
+entry page, then `read` of the first reference the row links, and of every one (a `PAGE#anchor`
+link reads that section, a bare page link the whole page; data files and entry pages left out).
 Runs the verbs in process (no interpreter start), so it measures characters, not time.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -59,6 +63,27 @@ def names(limit: int) -> list[str]:
     return (settings[:limit] if limit else settings) + EXTRA
 
 
+LINK = re.compile(r"\]\((?P<target>[^)\s]+\.md(?:#[^)\s]+)?)\)")
+
+
+def task_rows(entry: Path) -> list[list[str]]:
+    """For each row of the entry page's task table, the page targets (`PAGE` or `PAGE#anchor`,
+    relative to the skill root) its links name; rows that link only entry pages are left out."""
+    rows = []
+    for line in entry.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|") or line.startswith(("| task", "|---")):
+            continue
+        targets = []
+        for match in LINK.finditer(line):
+            page, _, anchor = match["target"].partition("#")
+            rel = (entry.parent / page).resolve().relative_to(ROOT).as_posix()
+            if not rel.endswith("/README.md"):
+                targets.append(f"{rel}#{anchor}" if anchor else rel)
+        if targets:
+            rows.append(list(dict.fromkeys(targets)))
+    return rows
+
+
 def main_(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", type=int, default=0, help="search-space settings to take (0: all)")
@@ -88,6 +113,17 @@ def main_(argv: list[str] | None = None) -> int:
     print(line(f"find + read of the first {args.sections} places", routed))
     print(line(f"find + the first {args.sections} places' page files", whole))
     print(line("the same, without SKILL.md", [v - skill_md for v in routed]))
+    entries = sorted((ROOT / "references").glob("*/README.md"))
+    first, every = [], []
+    for entry in entries:
+        entry_read = skill_md + len(output(["read", "--root", str(ROOT), str(entry.relative_to(ROOT))]))
+        for targets in task_rows(entry):
+            sizes = [len(output(["read", "--root", str(ROOT), t])) for t in targets]
+            first.append(entry_read + sizes[0])
+            every.append(entry_read + sum(sizes))
+    print(f"a task from an entry page's table (SKILL.md, read entry), {len(first)} rows of {len(entries)} entries:")
+    print(line("+ read the row's first link", first))
+    print(line("+ read every link of the row", every))
     pages = [p for p in sorted((ROOT / "references").rglob("*.md")) if p.parent.name != "releases"]
     print(f"a whole page, over {len(pages)} pages (generated release pages left out):")
     print(line("read PAGE", [len(output(["read", "--root", str(ROOT), str(p.relative_to(ROOT))])) for p in pages]))
