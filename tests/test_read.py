@@ -63,8 +63,8 @@ def test_a_data_file_line_reads_its_list_item_whole(root: Path, capsys: pytest.C
     )
 
 
-def run(root: Path, target: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(["read", "--root", str(root), target])
+def run(root: Path, target: str, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str, str]:
+    code = main(["read", "--root", str(root), target, *options])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -120,3 +120,53 @@ def test_bad_targets_are_one_line_usage_errors(
     assert out == ""
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+SUMMARIZED = f"""\
+# Summarized
+
+Read this when: testing. In short: [`pick`][src:pkg/pool.py::StagePool.pick] chooses.
+
+## First
+
+Again [`pick`][src:pkg/pool.py::StagePool.pick] and [`build`][src:pkg/config.py::StageConfig.build].
+
+## Second
+
+Plain.
+
+<!-- citations -->
+[src:pkg/pool.py::StagePool.pick]: {URL}pkg/pool.py#L10-L20
+[src:pkg/config.py::StageConfig.build]: {URL}pkg/config.py#L5
+"""
+
+
+def test_toc_prints_the_summary_and_each_section_with_its_printed_size(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / "references/branch/s.md").write_text(SUMMARIZED)
+    code, out, _ = run(root, "branch/s.md", capsys, "--toc")
+    assert code == 0
+    summary, _, listing = out.partition("\nreferences/branch/s.md: ")
+    assert "In short: `pick`[1] chooses." in summary and "## First" not in summary
+    assert "pkg/pool.py: [1] L10-L20" in summary and "pkg/config.py" not in summary  # only its own citations
+    for anchor in ("first", "second"):
+        _, section, _ = run(root, f"branch/s.md#{anchor}", capsys)
+        line = next(row for row in listing.splitlines() if row.strip().startswith(f"#{anchor} "))
+        assert line.split()[-1] == f"{len(section):,}"
+    _, whole, _ = run(root, "branch/s.md", capsys)
+    assert listing.startswith(f"{len(whole):,} characters")
+
+
+def test_toc_lists_subsections_indented_under_their_section(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(root, "branch/p.md", capsys, "--toc")
+    rows = [row for row in out.splitlines() if row.lstrip().startswith("#") and "line" in row]
+    assert [row.split()[0] for row in rows] == ["#stage-pools", "#inner", "#releases"]
+    assert rows[1].startswith("    #inner") and rows[0].startswith("  #stage-pools")
+
+
+@pytest.mark.parametrize("target", ["branch/p.md#stage-pools", "branch/p.md:3", "branch/data.yaml:3"])
+def test_toc_takes_a_bare_page_only(root: Path, capsys: pytest.CaptureFixture[str], target: str) -> None:
+    code, out, err = run(root, target, capsys, "--toc")
+    assert code == 2 and out == ""
+    assert "--toc takes a Markdown page named bare" in err and len(err.strip().splitlines()) == 1

@@ -5,6 +5,10 @@ A target is what `find` prints (`PAGE:LINE`, the section under the nearest headi
 skill root; `references/` may be left out. Citations are printed as their link text with a number
 (`StagePool.pick[3]`), and each number once below as its path and lines, read from the page's own
 link definitions: the facts and their locations, without the long labels written inline.
+
+`read PAGE --toc` prints the page's opening summary (the text above its first section) and its
+sections, each with its anchor, line and size as `read` prints it: stop at the summary, or read
+only the sections the question needs.
 """
 
 from __future__ import annotations
@@ -91,6 +95,61 @@ def read_section(root: Path, target: str) -> PageSection:
     body = "\n".join(USE.sub(number, t) for t in lines[start - 1 : end])
     notes = [(label, where.get(label, "(no link definition)")) for label in numbers]
     return PageSection(page, start, end, body, notes)
+
+
+@dataclass
+class OutlineEntry:
+    anchor: str
+    line: int
+    level: int  # 2 for `##`, 3 for `###` …
+    title: str
+    chars: int  # the section as `read PAGE#anchor` prints it
+
+
+@dataclass
+class Outline:
+    summary: PageSection  # the lines above the first section heading
+    chars: int  # the whole page as `read PAGE` prints it
+    entries: list[OutlineEntry]
+
+
+def outline(root: Path, target: str, revision: str) -> Outline:
+    """The summary and section list of a Markdown page named bare (no `:LINE`, no `#anchor`)."""
+    from .anchors.markdown import sections
+
+    page, line, anchor = parse_target(root, target)
+    if line is not None or anchor is not None or not page.endswith(".md"):
+        raise UsageError(f"{target!r}: --toc takes a Markdown page named bare (PAGE, no :LINE or #anchor)")
+    text = read_text(root, page)
+    lines = text.splitlines()
+    whole = read_section(root, page)
+    spans = sections(text)
+    entries = []
+    for slug, span in spans.items():
+        if span.start > whole.end or span.start == 1:
+            continue
+        heading = lines[span.start - 1]
+        level = len(heading) - len(heading.lstrip("#"))
+        size = len(render(read_section(root, f"{page}#{slug}"), revision))
+        entries.append(OutlineEntry(slug, span.start, level, heading.lstrip("#").strip(), size))
+    first = min((e.line for e in entries), default=whole.end + 1)
+    summary = read_section(root, f"{page}:1") if first > 1 else PageSection(page, 1, 1, "", [])
+    if summary.end >= first:  # the title's section runs to the first `##`: cut it there
+        kept = "\n".join(summary.text.splitlines()[: first - summary.start]).rstrip()
+        used = max(map(int, re.findall(r"\[(\d+)\]", kept)), default=0)  # numbered in order: 1 … used
+        summary = PageSection(page, summary.start, first - 1, kept, summary.notes[:used])
+    return Outline(summary, len(render(whole, revision)), entries)
+
+
+def render_outline(found: Outline, revision: str) -> str:
+    page = found.summary.page
+    out = [render(found.summary, revision).rstrip("\n")] if found.summary.text else [page]
+    whole = f"{found.chars:,} characters as `read` prints it whole"
+    out.append(f"\n{page}: {whole}; its sections (anchor, line, characters; read PAGE#anchor):")
+    for entry in found.entries:
+        indent = "  " * (entry.level - 1)
+        out.append(f"{indent}#{entry.anchor}  line {entry.line}  {entry.chars:,}")
+    return "\n".join(out) + "\n"
 
 
 def data_item(page: str, lines: list[str], line: int) -> PageSection:

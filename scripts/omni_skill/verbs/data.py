@@ -74,6 +74,9 @@ def register(verbs: Any) -> None:
     )
     common_options(read, source=False, fmt=False)
     read.add_argument("target", help="PAGE:LINE, PAGE#anchor or PAGE (references/ may be left out)")
+    read.add_argument(
+        "--toc", action="store_true", help="a page's opening summary and its sections (anchor, line, size) only"
+    )
     read.set_defaults(run=cmd_read)
 
     space = verbs.add_parser(
@@ -150,15 +153,17 @@ def cmd_find(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    from ..readsection import read_section, render
+    from ..readsection import outline, read_section, render, render_outline
 
     root = skill_root(args)
-    section = read_section(root, args.target)
     try:
-        revision = json.loads((root / "provenance.json").read_text(encoding="utf-8"))["revision"]
+        revision = str(json.loads((root / "provenance.json").read_text(encoding="utf-8"))["revision"])
     except (OSError, ValueError, KeyError, TypeError):
         revision = "the pinned revision"
-    sys.stdout.write(render(section, str(revision)))
+    if args.toc:
+        sys.stdout.write(render_outline(outline(root, args.target, revision), revision))
+    else:
+        sys.stdout.write(render(read_section(root, args.target), revision))
     return 0
 
 
