@@ -9,7 +9,9 @@ that opens the files `find` names would. Prints the median and the 90th percenti
 and for the route without a name (entry page, then one page) `read PAGE` against the page file.
 For a task without a name, each row of a branch entry page's task table: SKILL.md, `read` of the
 entry page, then `read` of the first reference the row links, and of every one (a `PAGE#anchor`
-link reads that section, a bare page link the whole page; data files and entry pages left out).
+link reads that section, a bare page link the whole page; data files and entry pages left out);
+and the route SKILL.md gives: `read PAGE --toc` of a bare first link (a section link is read as
+is), plus the median section of the reference pages, the price of one section chosen from it.
 Runs the verbs in process (no interpreter start), so it measures characters, not time.
 """
 
@@ -114,16 +116,28 @@ def main_(argv: list[str] | None = None) -> int:
     print(line(f"find + the first {args.sections} places' page files", whole))
     print(line("the same, without SKILL.md", [v - skill_md for v in routed]))
     entries = sorted((ROOT / "references").glob("*/README.md"))
-    first, every = [], []
+    first, every, toc = [], [], []
+    section_sizes = []
+    for page in (p for p in sorted((ROOT / "references").rglob("*.md")) if p.parent.name != "releases"):
+        rel = page.relative_to(ROOT).as_posix()
+        for row in output(["read", "--root", str(ROOT), rel, "--toc"]).splitlines():
+            if row.lstrip().startswith("#") and "  line " in row:
+                section_sizes.append(int(row.split()[-1].replace(",", "")))
+    median_section = int(statistics.median(section_sizes))
     for entry in entries:
         entry_read = skill_md + len(output(["read", "--root", str(ROOT), str(entry.relative_to(ROOT))]))
         for targets in task_rows(entry):
             sizes = [len(output(["read", "--root", str(ROOT), t])) for t in targets]
             first.append(entry_read + sizes[0])
             every.append(entry_read + sum(sizes))
+            head = targets[0]
+            outline = len(output(["read", "--root", str(ROOT), head, "--toc"])) if "#" not in head else 0
+            route = sizes[0] if "#" in head else outline + median_section
+            toc.append(entry_read + route)
     print(f"a task from an entry page's table (SKILL.md, read entry), {len(first)} rows of {len(entries)} entries:")
     print(line("+ read the row's first link", first))
     print(line("+ read every link of the row", every))
+    print(line(f"+ --toc of the first link + one section ({median_section:,})", toc))
     pages = [p for p in sorted((ROOT / "references").rglob("*.md")) if p.parent.name != "releases"]
     print(f"a whole page, over {len(pages)} pages (generated release pages left out):")
     print(line("read PAGE", [len(output(["read", "--root", str(ROOT), str(p.relative_to(ROOT))])) for p in pages]))
