@@ -203,7 +203,9 @@ class FindResult:
 def places(snapshot: Snapshot, query: Query) -> list[Place]:
     """Every section that names the query, ranked (see the module docstring)."""
     found: dict[tuple[str, int], Place] = {}
-    sources = {s.source for s in snapshot.settings if _names(query, s.name, s.param)} if not query.path else set()
+    sources = set()
+    if not query.path and snapshot.holds(SEARCH_SPACE_PATH, query.needle):
+        sources = {s.source for s in snapshot.settings if _names(query, s.name, s.param)}
     for page in snapshot.pages(query.needle):
         for term in page.terms:
             how = match(query, term)
