@@ -821,3 +821,105 @@ def test_replicas_without_devices_follow_the_engines_split(engine_dir, tmp_path,
     else:
         assert "replicas" not in found
         assert "1.30" in found["memory-sum"].message  # 0.5 + 0.4 + 0.4 on device 0
+
+
+RAW_LOAD_ENGINE = """
+class AsyncOmniEngine:
+    def __init__(self, model, **kwargs):
+        deploy_config_path = kwargs.get("deploy_config")
+        if deploy_config_path is not None:
+            self.session = load_deploy_config(deploy_config_path)
+"""
+
+IGNORING_FACTORY = """
+class StageConfigFactory:
+    @classmethod
+    def _create_from_registry(cls, deploy_config_path):
+        deploy_path = Path(deploy_config_path)
+        if not deploy_path.exists():
+            logger.warning("Deploy config not found: %s — using pipeline defaults only", deploy_path)
+"""
+
+LOOKUP_FACTORY = """
+class StageConfigFactory:
+    @staticmethod
+    def _load_user_deploy_config(deploy_config_path):
+        deploy_path = Path(deploy_config_path)
+        if not deploy_path.exists() and deploy_path.parent == Path("."):
+            deploy_path = _DEPLOY_DIR / deploy_path
+        return load_deploy_config(deploy_path)
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "code", "mode", "says"),
+    [
+        ("vllm_omni/engine/async_omni_engine.py", RAW_LOAD_ENGINE, "raises", "raises FileNotFoundError"),
+        ("vllm_omni/config/config_factory.py", IGNORING_FACTORY, "ignored", "the file is ignored"),
+        ("vllm_omni/config/config_factory.py", LOOKUP_FACTORY, "lookup", ""),
+    ],
+)
+def test_a_bare_deploy_name_not_in_the_working_directory_follows_the_engine(
+    engine_dir, tmp_path, path, code, mode, says
+):
+    """A bare `--deploy-config NAME` that is only among the bundled files: an engine that loads the
+    value as given raises, one without a folder lookup ignores the file, one with it finds it."""
+    (engine_dir / path).write_text(code, encoding="utf-8")
+    tree = folder_tree(engine_dir)
+    model = build(tree, tree.paths())
+    assert model.bare_deploy_name == mode
+    serve = parse("vllm serve m --omni --deploy-config chat.yaml", lambda f: model.flags[f].takes_value())
+    work = tmp_path / "work"
+    work.mkdir()
+    report = run_lint(model, LintInput(command=serve, cwd=work, gpus=2), tree, {"kind": "folder"})
+    found = [f for f in report.findings if f.rule == "deploy-path"]
+    assert [f.severity for f in found] == (["error"] if says else [])
+    assert all(says in f.message for f in found)
+    assert report.files == ["vllm_omni/deploy/chat.yaml"]  # the bundled file is still linted
+    (work / "chat.yaml").write_text(textwrap.dedent(CLEAN), encoding="utf-8")  # there after all: no finding
+    report = run_lint(model, LintInput(command=serve, cwd=work, gpus=2), tree, {"kind": "folder"})
+    assert "deploy-path" not in rules(report)
+
+
+def test_top_level_keys_other_readers_take_are_notes_not_dropped(lint, engine_dir, tmp_path):
+    deploy = CLEAN + "modes:\n  - {mode: t2i, stages: [0]}\nruntime:\n  connectors: {}\n"
+    report = lint(deploy, gpus=2)
+    assert {f.subject for f in report.findings if f.rule == "key-unknown"} == {"modes", "runtime"}
+    (engine_dir / "vllm_omni/entrypoints/utils.py").write_text(
+        "def parse_stage_overrides(value):\n    return value\n\n\n"
+        'def filter_stages(config_path, stage_configs, kwargs):\n    return getattr(cfg, "modes", None)\n',
+        encoding="utf-8",
+    )
+    (engine_dir / "vllm_omni/distributed/omni_connectors/utils/initialization.py").write_text(
+        'def load_omni_transfer_config(config):\n    return dict(config.get("runtime") or {})\n', encoding="utf-8"
+    )
+    tree = folder_tree(engine_dir)
+    model = build(tree, tree.paths())
+    (tmp_path / "other.yaml").write_text(textwrap.dedent(deploy), encoding="utf-8")
+    report = run_lint(model, LintInput(deploy="other.yaml", cwd=tmp_path, gpus=2), tree, {"kind": "folder"})
+    assert "key-unknown" not in rules(report)
+    notes = {f.subject: f for f in report.findings if f.rule == "key-other-reader"}
+    assert set(notes) == {"modes", "runtime"} and notes["modes"].severity == "note"
+
+
+def test_an_undefined_connector_says_start_up_only_logs_it_where_the_engine_catches(engine_dir, tmp_path):
+    deploy = CLEAN + "connectors:\n  shm: {name: SharedMemoryConnector}\n"
+    deploy = deploy.replace(
+        "    gpu_memory_utilization: 0.4\n",
+        "    gpu_memory_utilization: 0.4\n    input_connectors:\n      from_stage_0: shm2\n",
+    )
+    (tmp_path / "c.yaml").write_text(textwrap.dedent(deploy), encoding="utf-8")
+
+    def message() -> str:
+        tree = folder_tree(engine_dir)
+        model = build(tree, tree.paths())
+        report = run_lint(model, LintInput(deploy="c.yaml", cwd=tmp_path, gpus=2), tree, {"kind": "folder"})
+        return next(f.message for f in report.findings if f.rule == "connector-undefined")
+
+    assert "start-up catches" not in message()
+    with (engine_dir / "vllm_omni/engine/stage_init_utils.py").open("a", encoding="utf-8") as out:
+        out.write(
+            "\n\ndef load_omni_transfer_config_for_model(model, path):\n    try:\n        return load(path)\n"
+            "    except Exception:\n        return None\n"
+        )
+    assert "start-up catches the loader's error" in message()

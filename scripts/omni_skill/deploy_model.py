@@ -121,6 +121,11 @@ class EngineModel:
     labels: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     one_device_slot: bool = False  # a stage without devices gets one device slot whatever its num_replicas
+    # A bare `--deploy-config NAME` that is not in the working directory: `lookup` (taken from the
+    # package's deploy folder), `raises` (the engine loads NAME as given at start-up) or `ignored`
+    # (not found: a warning, and the pipeline's defaults only).
+    bare_deploy_name: str = "lookup"
+    other_top_level_keys: frozenset[str] = frozenset()  # read from the deploy file by other readers
 
     def label(self, role: str) -> str:
         return self.labels.get(role, "")
@@ -576,6 +581,52 @@ def _misc(reader: _Reader, model: EngineModel) -> None:
         model.one_device_slot = _one_device_slot(reader.function(STAGE_INIT, "split_devices_for_replicas"))
     if reader.has_def(CONNECTOR_INIT, "load_omni_transfer_config"):
         model.labels["connector_refs"] = f"src:{CONNECTOR_INIT}::load_omni_transfer_config"
+    caught = reader.function(STAGE_INIT, "load_omni_transfer_config_for_model")
+    if caught is not None and any(isinstance(n, ast.ExceptHandler) for n in ast.walk(caught)):
+        model.labels["transfer_caught"] = f"src:{STAGE_INIT}::load_omni_transfer_config_for_model"
+    _bare_deploy_name(reader, model)
+    _other_top_level_keys(reader, model)
+
+
+RAW_DEPLOY_LOAD = re.compile(r"\bload_deploy_config\(\s*deploy_config_path\s*\)")
+BARE_NAME_TEST = re.compile(r"\.parent\s*==\s*Path\(\s*[\"']\.[\"']\s*\)")
+NOT_FOUND_DEFAULTS = "using pipeline defaults only"
+
+
+def _bare_deploy_name(reader: _Reader, model: EngineModel) -> None:
+    """How the engine takes a bare deploy-file name that is not in the working directory: the engine
+    class loading the `deploy_config_path` it was given raises first; else a `.parent ==
+    Path(".")` test looks it up in the package's deploy folder; else the resolver that warns and
+    goes on with the pipeline's defaults ignores it."""
+    lines = reader.lines(ASYNC_ENGINE) or []
+    raw = next((n for n, line in enumerate(lines) if RAW_DEPLOY_LOAD.search(line)), None)
+    if raw is not None:
+        model.bare_deploy_name = "raises"
+        model.labels["bare_deploy_name"] = f"src:{ASYNC_ENGINE}::{_enclosing_def(lines, raw)}"
+        return
+    for path in (CONFIG_FACTORY, STAGE_CONFIG):
+        if any(BARE_NAME_TEST.search(line) for line in reader.lines(path) or []):
+            return
+    for path in (CONFIG_FACTORY, STAGE_CONFIG):
+        found = reader.lines(path) or []
+        warned = next((n for n, line in enumerate(found) if NOT_FOUND_DEFAULTS in line), None)
+        if warned is not None:
+            model.bare_deploy_name = "ignored"
+            model.labels["bare_deploy_name"] = f"src:{path}::{_enclosing_def(found, warned)}"
+            return
+
+
+def _other_top_level_keys(reader: _Reader, model: EngineModel) -> None:
+    """Top-level deploy keys read past `load_deploy_config`: `modes:` by the stage filter, `runtime:`
+    by the connector loader (its `connectors`/`edges` before the top-level ones)."""
+    readers = (("modes", ENTRY_UTILS, "filter_stages"), ("runtime", CONNECTOR_INIT, "load_omni_transfer_config"))
+    found = set()
+    for key, path, name in readers:
+        func = reader.function(path, name)
+        if func is not None and key in _strings(func):
+            found.add(key)
+            model.labels[f"top_{key}"] = f"src:{path}::{name}"
+    model.other_top_level_keys = frozenset(found)
 
 
 def _one_device_slot(func: ast.FunctionDef | None) -> bool:

@@ -28,6 +28,11 @@ from .yamlcheck import construct
 
 Severity = Literal["error", "warning", "note"]
 COMMAND = "serve command"
+OTHER_READERS = {
+    "modes": "`modes` is not read by the deploy loader; the stage filter reads it from this file",
+    "runtime": "`runtime` is not read by the deploy loader; the connector loader reads it from this file, "
+    "its `connectors`/`edges` before the top-level ones",
+}
 MAX_ALIASES = 200
 MAX_BASE_DEPTH = 8
 STAGE_OVERRIDE_KEY = re.compile(r"^\d+$")
@@ -520,6 +525,9 @@ def lint_document(lint: Lint, doc: DeployDoc, pipeline: Pipeline | None) -> None
         line = doc.line(key)
         if key in model.top_level_keys or key == "stage_args":
             continue
+        if key in model.other_top_level_keys:
+            lint.add("note", "key-other-reader", doc.name, line, str(key), OTHER_READERS[str(key)], f"top_{key}")
+            continue
         if key in model.stage_fields or key in model.engine_arg_fields:
             lint.add(
                 "warning",
@@ -810,6 +818,13 @@ def _stage_type(lint: Lint, doc: DeployDoc, line: int, subject: str, key: str, v
         )
 
 
+def _caught(model: EngineModel) -> str:
+    """What start-up does with the connector loader's error, on an engine that catches it."""
+    if not model.label("transfer_caught"):
+        return ""
+    return "; start-up catches the loader's error (load_omni_transfer_config_for_model): a warning, no transfer config"
+
+
 def _edges(lint: Lint, doc: DeployDoc, where: tuple[Any, ...], key: str, value: Any, pipeline: Pipeline | None) -> None:
     if not isinstance(value, dict):
         lint.add(
@@ -854,7 +869,8 @@ def _edges(lint: Lint, doc: DeployDoc, where: tuple[Any, ...], key: str, value: 
                 doc.name,
                 line,
                 ref,
-                f"connector `{ref}` is not defined under `connectors:`{_mean(ref, frozenset(defined))}",
+                f"connector `{ref}` is not defined under `connectors:`{_mean(ref, frozenset(defined))}"
+                + _caught(lint.model),
                 "connector_refs",
             )
         if isinstance(ref, str) and defined is None and not doc.data.get("base_config"):
@@ -864,7 +880,7 @@ def _edges(lint: Lint, doc: DeployDoc, where: tuple[Any, ...], key: str, value: 
                 doc.name,
                 line,
                 ref,
-                f"connector `{ref}` is referenced but the file has no `connectors:`",
+                f"connector `{ref}` is referenced but the file has no `connectors:`" + _caught(lint.model),
                 "connector_refs",
             )
         if isinstance(ref, dict) and lint.model.connectors and ref.get("name") not in lint.model.connectors:
@@ -1588,6 +1604,27 @@ class LintInput:
     cwd: Path = field(default_factory=Path.cwd)
 
 
+def _bare_name(lint: Lint, ref: str, cwd: Path, where: str) -> bool:
+    """A bare deploy-file name not in the working directory, on an engine that does not look it up
+    in its deploy folder: an error saying what the engine does instead. True if one was added."""
+    path = Path(ref)
+    mode = lint.model.bare_deploy_name
+    if mode == "lookup" or path.is_absolute() or path.parent != Path(".") or (cwd / path).exists():
+        return False
+    if mode == "raises":
+        message = (
+            f"`{ref}` is not in {cwd}: this engine loads the deploy file as given at start-up and raises "
+            "FileNotFoundError; give its path (the bundled one is under the package's vllm_omni/deploy/)"
+        )
+    else:
+        message = (
+            f"`{ref}` is not in {cwd}: this engine looks for the deploy file only as given; not finding it, it "
+            "warns and goes on with the pipeline's defaults (the file is ignored); give its path"
+        )
+    lint.add("error", "deploy-path", where, 0, ref, message, "bare_deploy_name")
+    return True
+
+
 def run_lint(
     model: EngineModel, given: LintInput, engine_files: Any, describe: dict[str, str], history: Any = None
 ) -> LintReport:
@@ -1603,7 +1640,14 @@ def run_lint(
         flag = command.last("--stage-overrides")
         if flag is not None and flag.value is not None:
             overrides_text = overrides_text or flag.value
-    docs = load_chain(deploy_ref, given.cwd, reader) if deploy_ref else []
+    docs: list[DeployDoc] = []
+    if deploy_ref and _bare_name(lint, deploy_ref, given.cwd, COMMAND if command is not None else deploy_ref):
+        if reader.read(DEPLOY_DIR + deploy_ref) is None:
+            lint.skip(f"{deploy_ref}: the engine's bundled file is not shipped: give --wheel/--engine-dir/--source")
+        else:
+            docs = load_chain(deploy_ref, given.cwd, reader)
+    elif deploy_ref:
+        docs = load_chain(deploy_ref, given.cwd, reader)
     merged = merge_chain(docs, model) if docs else {}
     pipeline, pipeline_from = _pipeline(lint, given, merged, docs, model)
     if pipeline is not None and not docs and pipeline.default_deploy:
