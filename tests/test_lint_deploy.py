@@ -876,6 +876,12 @@ def test_a_bare_deploy_name_not_in_the_working_directory_follows_the_engine(
     assert [f.severity for f in found] == (["error"] if says else [])
     assert all(says in f.message for f in found)
     assert report.files == ["vllm_omni/deploy/chat.yaml"]  # the bundled file is still linted
+    headless = parse(
+        "vllm serve m --omni --headless --deploy-config chat.yaml",
+        lambda f: model.flags[f].takes_value() if f in model.flags else False,
+    )
+    report = run_lint(model, LintInput(command=headless, cwd=work, gpus=2), tree, {"kind": "folder"})
+    assert "deploy-path" not in rules(report)  # a headless stage resolves the name through the loader
     (work / "chat.yaml").write_text(textwrap.dedent(CLEAN), encoding="utf-8")  # there after all: no finding
     report = run_lint(model, LintInput(command=serve, cwd=work, gpus=2), tree, {"kind": "folder"})
     assert "deploy-path" not in rules(report)

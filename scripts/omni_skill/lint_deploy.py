@@ -1641,7 +1641,8 @@ def run_lint(
         if flag is not None and flag.value is not None:
             overrides_text = overrides_text or flag.value
     docs: list[DeployDoc] = []
-    if deploy_ref and _bare_name(lint, deploy_ref, given.cwd, COMMAND if command is not None else deploy_ref):
+    headless = command is not None and command.has("--headless")  # run_headless resolves the name itself
+    if deploy_ref and not headless and _bare_name(lint, deploy_ref, given.cwd, COMMAND if command else deploy_ref):
         if reader.read(DEPLOY_DIR + deploy_ref) is None:
             lint.skip(f"{deploy_ref}: the engine's bundled file is not shipped: give --wheel/--engine-dir/--source")
         else:
