@@ -881,7 +881,8 @@ def test_a_bare_deploy_name_not_in_the_working_directory_follows_the_engine(
         lambda f: model.flags[f].takes_value() if f in model.flags else False,
     )
     report = run_lint(model, LintInput(command=headless, cwd=work, gpus=2), tree, {"kind": "folder"})
-    assert "deploy-path" not in rules(report)  # a headless stage resolves the name through the loader
+    assert "deploy-path" not in rules(report, "error")  # a headless stage resolves the name through the loader
+    assert "deploy-path" not in rules(report, "warning")  # the fixture's connector lookup does not catch
     (work / "chat.yaml").write_text(textwrap.dedent(CLEAN), encoding="utf-8")  # there after all: no finding
     report = run_lint(model, LintInput(command=serve, cwd=work, gpus=2), tree, {"kind": "folder"})
     assert "deploy-path" not in rules(report)
@@ -929,3 +930,21 @@ def test_an_undefined_connector_says_start_up_only_logs_it_where_the_engine_catc
             "    except Exception:\n        return None\n"
         )
     assert "start-up catches the loader's error" in message()
+
+
+def test_a_headless_bare_name_loses_its_connectors_where_the_lookup_catches(engine_dir, tmp_path):
+    (engine_dir / "vllm_omni/engine/async_omni_engine.py").write_text(RAW_LOAD_ENGINE, encoding="utf-8")
+    with (engine_dir / "vllm_omni/engine/stage_init_utils.py").open("a", encoding="utf-8") as out:
+        out.write(
+            "\n\ndef load_omni_transfer_config_for_model(model, path):\n    try:\n        return load(path)\n"
+            "    except Exception:\n        return None\n"
+        )
+    tree = folder_tree(engine_dir)
+    model = build(tree, tree.paths())
+    work = tmp_path / "work"
+    work.mkdir()
+    takes = lambda f: model.flags[f].takes_value() if f in model.flags else False  # noqa: E731
+    headless = parse("vllm serve m --omni --headless --deploy-config chat.yaml", takes)
+    report = run_lint(model, LintInput(command=headless, cwd=work, gpus=2), tree, {"kind": "folder"})
+    found = [f for f in report.findings if f.rule == "deploy-path"]
+    assert [f.severity for f in found] == ["warning"] and "no transfer config" in found[0].message

@@ -1604,13 +1604,24 @@ class LintInput:
     cwd: Path = field(default_factory=Path.cwd)
 
 
-def _bare_name(lint: Lint, ref: str, cwd: Path, where: str) -> bool:
+def _bare_name(lint: Lint, ref: str, cwd: Path, where: str, headless: bool = False) -> bool:
     """A bare deploy-file name not in the working directory, on an engine that does not look it up
-    in its deploy folder: an error saying what the engine does instead. True if one was added."""
+    in its deploy folder: a finding saying what the engine does instead. True if one was added.
+    A headless stage finds the name through its stage loader; on an engine whose serve path
+    raises, its connector lookup still reads the name as given and only logs the failure."""
     path = Path(ref)
     mode = lint.model.bare_deploy_name
     if mode == "lookup" or path.is_absolute() or path.parent != Path(".") or (cwd / path).exists():
         return False
+    if headless:
+        if mode != "raises" or not lint.model.label("transfer_caught"):
+            return False
+        message = (
+            f"`{ref}` is not in {cwd}: a headless stage finds it through its stage loader, but its connector "
+            "lookup reads the name as given: a warning and no transfer config; give its path"
+        )
+        lint.add("warning", "deploy-path", where, 0, ref, message, "transfer_caught")
+        return True
     if mode == "raises":
         message = (
             f"`{ref}` is not in {cwd}: this engine loads the deploy file as given at start-up and raises "
@@ -1641,8 +1652,8 @@ def run_lint(
         if flag is not None and flag.value is not None:
             overrides_text = overrides_text or flag.value
     docs: list[DeployDoc] = []
-    headless = command is not None and command.has("--headless")  # run_headless resolves the name itself
-    if deploy_ref and not headless and _bare_name(lint, deploy_ref, given.cwd, COMMAND if command else deploy_ref):
+    headless = command is not None and command.has("--headless")
+    if deploy_ref and _bare_name(lint, deploy_ref, given.cwd, COMMAND if command else deploy_ref, headless):
         if reader.read(DEPLOY_DIR + deploy_ref) is None:
             lint.skip(f"{deploy_ref}: the engine's bundled file is not shipped: give --wheel/--engine-dir/--source")
         else:
