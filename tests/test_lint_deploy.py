@@ -948,3 +948,43 @@ def test_a_headless_bare_name_loses_its_connectors_where_the_lookup_catches(engi
     report = run_lint(model, LintInput(command=headless, cwd=work, gpus=2), tree, {"kind": "folder"})
     found = [f for f in report.findings if f.rule == "deploy-path"]
     assert [f.severity for f in found] == ["warning"] and "no transfer config" in found[0].message
+
+
+CHECKING_VALIDATE = """
+import argparse
+
+
+class OmniServeCommand:
+    def validate(self, args):
+        explicit = getattr(args, "_cli_explicit_keys", set()) or set()
+        prohibited_with_omni = {"data_parallel_size": "--data-parallel-size"}
+        offenders = [flag for dest, flag in prohibited_with_omni.items() if dest in explicit]
+        if offenders:
+            raise ValueError(offenders)
+
+    def subparser_init(self, parser):
+        parser.add_argument("--omni", action="store_true")
+"""
+
+
+@pytest.mark.parametrize(
+    ("setter", "rule"), [("", "flag-not-refused"), ("args._cli_explicit_keys = set()\n", "flag-rejected")]
+)
+def test_a_refusal_that_tests_a_set_nothing_fills_is_not_an_error(engine_dir, tmp_path, setter, rule):
+    """validate refuses a listed flag only if it is in an args attribute; an engine whose entry
+    modules never store that attribute does not refuse it (a warning), one that does (an error)."""
+    (engine_dir / "vllm_omni/entrypoints/cli/serve.py").write_text(CHECKING_VALIDATE, encoding="utf-8")
+    main_py = engine_dir / "vllm_omni/entrypoints/cli/main.py"
+    main_py.write_text(
+        main_py.read_text(encoding="utf-8") + "\n\ndef parse(args):\n    " + setter + "    return args\n"
+    )
+    tree = folder_tree(engine_dir)
+    model = build(tree, tree.paths())
+    assert model.rejection_set == "_cli_explicit_keys" and model.rejection_set_filled is bool(setter)
+    serve = parse(
+        "vllm serve m --omni --data-parallel-size 2",
+        lambda f: model.flags[f].takes_value() if f in model.flags else True,
+    )
+    report = run_lint(model, LintInput(command=serve, cwd=tmp_path, gpus=2), tree, {"kind": "folder"})
+    found = {f.rule: f.severity for f in report.findings if f.rule in ("flag-not-refused", "flag-rejected")}
+    assert found == {rule: "warning" if rule == "flag-not-refused" else "error"}

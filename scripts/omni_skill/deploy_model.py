@@ -124,6 +124,8 @@ class EngineModel:
     # A bare `--deploy-config NAME` that is not in the working directory: `lookup` (taken from the
     # package's deploy folder), `raises` (the engine loads NAME as given at start-up) or `ignored`
     # (not found: a warning, and the pipeline's defaults only).
+    rejection_set: str = ""  # the args attribute `validate` tests explicit flags against
+    rejection_set_filled: bool = True  # the engine's entry modules store that attribute
     bare_deploy_name: str = "lookup"
     other_top_level_keys: frozenset[str] = frozenset()  # read from the deploy file by other readers
 
@@ -498,6 +500,53 @@ def _serve(reader: _Reader, model: EngineModel) -> None:
                 if isinstance(value, dict) and value and all(str(v).startswith("--") for v in value.values()):
                     model.rejected_with_omni = {str(k): str(v) for k, v in value.items()}
                     model.labels["rejected_with_omni"] = f"src:{SERVE}::OmniServeCommand.validate"
+        model.rejection_set = _rejection_set(validate)
+        if model.rejection_set:
+            model.rejection_set_filled = _sets_attribute(reader, model.rejection_set)
+
+
+def _rejection_set(validate: ast.FunctionDef) -> str:
+    """The `args` attribute whose set the refusal tests each listed flag against: a variable bound
+    to `getattr(args, "NAME", …)` and used as the right side of `dest in …` (a name on the left: the
+    loop over the listed flags, not a fixed key) in `validate`."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(validate):
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+            call = next((n for n in ast.walk(node.value) if isinstance(n, ast.Call)), None) if node.value else None
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id == "getattr"
+                and len(call.args) >= 2
+                and isinstance(call.args[1], ast.Constant)
+                and isinstance(call.args[1].value, str)
+            ):
+                bound[target.id] = call.args[1].value
+    for node in ast.walk(validate):
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and any(isinstance(op, ast.In) for op in node.ops)
+        ):
+            for right in node.comparators:
+                if isinstance(right, ast.Name) and right.id in bound:
+                    return bound[right.id]
+    return ""
+
+
+PARSER_FILES = (SERVE, CLI_MAIN, ENTRY_UTILS, OMNI_BASE, ASYNC_ENGINE, "vllm_omni/utils/tracking_parser.py")
+
+
+def _sets_attribute(reader: _Reader, name: str) -> bool:
+    """Whether the engine's CLI and entry modules store `name` on an object (`x.name = …`,
+    `setattr(x, "name", …)`, `x["name"] = …`): the set `validate` tests explicit flags against."""
+    store = re.compile(
+        r"\." + re.escape(name) + r"\s*[|]?=(?!=)|setattr\([^,]+,\s*[\"']" + re.escape(name) + r"[\"']"
+        r"|\[\s*[\"']" + re.escape(name) + r"[\"']\s*\]\s*=(?!=)"
+    )
+    return any(store.search(line) for path in PARSER_FILES for line in reader.lines(path) or [])
 
 
 def _diffusion(reader: _Reader, model: EngineModel) -> None:

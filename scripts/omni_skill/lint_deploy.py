@@ -392,6 +392,19 @@ def lint_command(lint: Lint, command: ServeCommand, pipeline: Pipeline | None) -
                     label=info.label,
                 )
             continue
+        if dest in model.rejected_with_omni and command.has("--omni") and not model.rejection_set_filled:
+            lint.add(
+                "warning",
+                "flag-not-refused",
+                name,
+                0,
+                name,
+                f"{name}: validate refuses it under --omni only if it is in args.{model.rejection_set}, which "
+                "nothing in this engine's entry modules sets, so it is not refused here; set parallelism per "
+                "stage in the deploy file (and replicas with num_replicas)",
+                "rejected_with_omni",
+            )
+            continue
         if dest in model.rejected_with_omni and command.has("--omni"):
             lint.add(
                 "error",
