@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import re
 import statistics
 import sys
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from omni_skill.cli import main  # noqa: E402
 from omni_skill.find import find  # noqa: E402
+from omni_skill.readsection import outline  # noqa: E402
 
 EXTRA = [
     "--deploy-config",
@@ -117,12 +119,13 @@ def main_(argv: list[str] | None = None) -> int:
     print(line("the same, without SKILL.md", [v - skill_md for v in routed]))
     entries = sorted((ROOT / "references").glob("*/README.md"))
     first, every, toc = [], [], []
-    section_sizes = []
-    for page in (p for p in sorted((ROOT / "references").rglob("*.md")) if p.parent.name != "releases"):
-        rel = page.relative_to(ROOT).as_posix()
-        for row in output(["read", "--root", str(ROOT), rel, "--toc"]).splitlines():
-            if row.lstrip().startswith("#") and "  line " in row:
-                section_sizes.append(int(row.split()[-1].replace(",", "")))
+    revision = json.loads((ROOT / "provenance.json").read_text(encoding="utf-8"))["revision"]
+    section_sizes = [
+        entry.chars
+        for page in sorted((ROOT / "references").rglob("*.md"))
+        if page.parent.name != "releases"
+        for entry in outline(ROOT, page.relative_to(ROOT).as_posix(), revision).entries
+    ]
     median_section = int(statistics.median(section_sizes))
     for entry in entries:
         entry_read = skill_md + len(output(["read", "--root", str(ROOT), str(entry.relative_to(ROOT))]))
@@ -131,8 +134,8 @@ def main_(argv: list[str] | None = None) -> int:
             first.append(entry_read + sizes[0])
             every.append(entry_read + sum(sizes))
             head = targets[0]
-            outline = len(output(["read", "--root", str(ROOT), head, "--toc"])) if "#" not in head else 0
-            route = sizes[0] if "#" in head else outline + median_section
+            toc_chars = len(output(["read", "--root", str(ROOT), head, "--toc"])) if "#" not in head else 0
+            route = sizes[0] if "#" in head else toc_chars + median_section
             toc.append(entry_read + route)
     print(f"a task from an entry page's table (SKILL.md, read entry), {len(first)} rows of {len(entries)} entries:")
     print(line("+ read the row's first link", first))

@@ -121,11 +121,11 @@ class EngineModel:
     labels: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     one_device_slot: bool = False  # a stage without devices gets one device slot whatever its num_replicas
+    rejection_set: str = ""  # the args attribute `validate` tests explicit flags against
+    rejection_set_filled: bool = True  # the engine's entry modules store that attribute
     # A bare `--deploy-config NAME` that is not in the working directory: `lookup` (taken from the
     # package's deploy folder), `raises` (the engine loads NAME as given at start-up) or `ignored`
     # (not found: a warning, and the pipeline's defaults only).
-    rejection_set: str = ""  # the args attribute `validate` tests explicit flags against
-    rejection_set_filled: bool = True  # the engine's entry modules store that attribute
     bare_deploy_name: str = "lookup"
     other_top_level_keys: frozenset[str] = frozenset()  # read from the deploy file by other readers
 

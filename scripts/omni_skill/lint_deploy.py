@@ -1665,14 +1665,13 @@ def run_lint(
         if flag is not None and flag.value is not None:
             overrides_text = overrides_text or flag.value
     docs: list[DeployDoc] = []
-    headless = command is not None and command.has("--headless")
-    if deploy_ref and _bare_name(lint, deploy_ref, given.cwd, COMMAND if command else deploy_ref, headless):
-        if reader.read(DEPLOY_DIR + deploy_ref) is None:
+    if deploy_ref:
+        headless = command is not None and command.has("--headless")
+        flagged = _bare_name(lint, deploy_ref, given.cwd, COMMAND if command else deploy_ref, headless)
+        if flagged and reader.read(DEPLOY_DIR + deploy_ref) is None:  # the finding stands; nothing to lint
             lint.skip(f"{deploy_ref}: the engine's bundled file is not shipped: give --wheel/--engine-dir/--source")
         else:
             docs = load_chain(deploy_ref, given.cwd, reader)
-    elif deploy_ref:
-        docs = load_chain(deploy_ref, given.cwd, reader)
     merged = merge_chain(docs, model) if docs else {}
     pipeline, pipeline_from = _pipeline(lint, given, merged, docs, model)
     if pipeline is not None and not docs and pipeline.default_deploy:

@@ -66,7 +66,7 @@ def read_section(root: Path, target: str) -> PageSection:
     lines = text.splitlines()
     if page.endswith((".yaml", ".yml")) and line is not None:
         return data_item(page, lines, line)
-    prose_end = next((n for n, t in enumerate(lines) if t.strip() == CITATIONS_MARK), len(lines))
+    prose_end = prose_end_of(lines)
     spans = sections(text)
     if anchor is not None:
         span = spans.get(anchor)
@@ -80,10 +80,20 @@ def read_section(root: Path, target: str) -> PageSection:
         start, end = max(((s.start, s.end) for s in above), default=(1, prose_end))
     else:
         start, end = 1, prose_end
-    end = min(end, prose_end)
+    return numbered(page, lines, start, end, definitions(lines[prose_end:]))
+
+
+def prose_end_of(lines: list[str]) -> int:
+    """The number of prose lines: those above the `<!-- citations -->` line."""
+    return next((n for n, t in enumerate(lines) if t.strip() == CITATIONS_MARK), len(lines))
+
+
+def numbered(page: str, lines: list[str], start: int, end: int, where: dict[str, str]) -> PageSection:
+    """Lines start..end of a page (trailing blanks and the link definitions left out), each
+    citation printed as its link text and a number, the numbers' places from `where`."""
+    end = min(end, prose_end_of(lines))
     while end > start and not lines[end - 1].strip():
         end -= 1
-    where = definitions(lines[prose_end:])
     numbers: dict[str, int] = {}
 
     def number(match: re.Match[str]) -> str:
@@ -122,22 +132,19 @@ def outline(root: Path, target: str, revision: str) -> Outline:
         raise UsageError(f"{target!r}: --toc takes a Markdown page named bare (PAGE, no :LINE or #anchor)")
     text = read_text(root, page)
     lines = text.splitlines()
-    whole = read_section(root, page)
-    spans = sections(text)
+    prose_end = prose_end_of(lines)
+    where = definitions(lines[prose_end:])
     entries = []
-    for slug, span in spans.items():
-        if span.start > whole.end or span.start == 1:
+    for slug, span in sections(text).items():
+        if span.start > prose_end or span.start == 1:
             continue
         heading = lines[span.start - 1]
         level = len(heading) - len(heading.lstrip("#"))
-        size = len(render(read_section(root, f"{page}#{slug}"), revision))
+        size = len(render(numbered(page, lines, span.start, span.end, where), revision))
         entries.append(OutlineEntry(slug, span.start, level, heading.lstrip("#").strip(), size))
-    first = min((e.line for e in entries), default=whole.end + 1)
-    summary = read_section(root, f"{page}:1") if first > 1 else PageSection(page, 1, 1, "", [])
-    if summary.end >= first:  # the title's section runs to the first `##`: cut it there
-        kept = "\n".join(summary.text.splitlines()[: first - summary.start]).rstrip()
-        used = max(map(int, re.findall(r"\[(\d+)\]", kept)), default=0)  # numbered in order: 1 … used
-        summary = PageSection(page, summary.start, first - 1, kept, summary.notes[:used])
+    first = min((e.line for e in entries), default=prose_end + 1)
+    summary = numbered(page, lines, 1, first - 1, where)
+    whole = numbered(page, lines, 1, prose_end, where)
     return Outline(summary, len(render(whole, revision)), entries)
 
 
