@@ -988,3 +988,21 @@ def test_a_refusal_that_tests_a_set_nothing_fills_is_not_an_error(engine_dir, tm
     report = run_lint(model, LintInput(command=serve, cwd=tmp_path, gpus=2), tree, {"kind": "folder"})
     found = {f.rule: f.severity for f in report.findings if f.rule in ("flag-not-refused", "flag-rejected")}
     assert found == {rule: "warning" if rule == "flag-not-refused" else "error"}
+
+
+@pytest.mark.parametrize("ref", ["..", ".", "../chat.yaml", "x" * 300 + ".yaml"])
+def test_a_hostile_deploy_name_on_a_raising_engine_is_one_line(engine_dir, tmp_path, monkeypatch, capsys, ref):
+    """On an engine whose serve path loads the name as given: a parent or current directory, a
+    path with `..` or a long name gets one line and an exit code, never a traceback, and only a
+    bare name is looked up among the engine's bundled files."""
+    (engine_dir / "vllm_omni/engine/async_omni_engine.py").write_text(RAW_LOAD_ENGINE, encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code = _cli(engine_dir, "--serve", f"vllm serve m --omni --deploy-config {ref}", "--gpus", "2")
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    if code == 2:
+        assert out == "" and err.count("\n") == 1
+    else:
+        assert code == 1 and "deploy-path" in out and ref.startswith("x")  # only the bare, absent name
