@@ -147,7 +147,11 @@ def rejection(trees: dict[str, ast.Module]) -> tuple[str, bool]:
         for n in ast.walk(tree):
             if isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Store):
                 return name, True
-            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and getattr(n.slice, "value", None) == name:
+            if (
+                isinstance(n, ast.Subscript)
+                and isinstance(n.ctx, ast.Store)
+                and getattr(n.slice, "value", None) == name
+            ):
                 return name, True
             if _is_call(n, "setattr") and _const_arg(n, 1) == name:
                 return name, True
@@ -170,7 +174,9 @@ def other_keys(trees: dict[str, ast.Module], texts: dict[str, str]) -> set[str]:
 def engine_files(wheel: Path) -> dict[str, str]:
     with zipfile.ZipFile(wheel) as zf:
         return {
-            n: zf.read(n).decode("utf-8", "replace") for n in zf.namelist() if n.startswith("vllm_omni/") and n.endswith(".py")
+            n: zf.read(n).decode("utf-8", "replace")
+            for n in zf.namelist()
+            if n.startswith("vllm_omni/") and n.endswith(".py")
         }
 
 
